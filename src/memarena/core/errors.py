@@ -1,0 +1,15 @@
+"""Errors that reach the user as one readable paragraph instead of a traceback."""
+
+from __future__ import annotations
+
+
+class MemarenaError(Exception):
+    """Base class: the message says what is wrong and how to fix it."""
+
+
+class ConfigError(MemarenaError):
+    """A bad configuration value, missing data or a missing optional dependency."""
+
+
+class MemoryFrozenError(MemarenaError):
+    """``observe`` was called on a frozen memory."""

@@ -1,0 +1,69 @@
+"""Request/completion types exchanged with LLM backbones."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+Message = dict[str, str]  # {"role": "system"|"user"|"assistant", "content": "..."}
+
+
+@dataclass
+class ChatRequest:
+    """One chat request inside a batch.
+
+    Constraints (at most one of them):
+    - ``choices``: the completion must be exactly one of these strings;
+    - ``json_schema``: the completion must be a JSON document matching this schema.
+
+    ``seed`` makes sampling reproducible and is part of the cache key, so two samples of the
+    same prompt at temperature > 0 (ReMe's N=8) are different cache entries.
+
+    ``meta`` carries non-prompt information that only some backbones use; the scripted
+    backbone reads ``meta["expert_action"]`` and ``meta["episode_key"]``. It is not part of the
+    cache key except for the keys listed in ``CACHE_META_KEYS``.
+    """
+
+    messages: list[Message]
+    choices: list[str] | None = None
+    json_schema: dict[str, Any] | None = None
+    stop: list[str] | None = None
+    temperature: float = 0.0
+    top_p: float = 1.0
+    max_tokens: int = 128
+    seed: int = 0
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.choices is not None and self.json_schema is not None:
+            raise ValueError("ChatRequest: give either choices or json_schema, not both")
+        if self.choices is not None and len(self.choices) == 0:
+            raise ValueError("ChatRequest: choices is an empty list; pass None for free text")
+
+    def cache_key(self, model: str) -> str:
+        """Stable key of (model, request) for the persistent call cache."""
+        body = asdict(self)
+        body["meta"] = {k: self.meta[k] for k in CACHE_META_KEYS if k in self.meta}
+        blob = json.dumps({"model": model, "request": body}, sort_keys=True, ensure_ascii=False)
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+CACHE_META_KEYS = ("expert_action", "episode_key")
+
+
+@dataclass
+class Completion:
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached: bool = False
+    # index into request.choices when the request was a constrained choice
+    choice_index: int | None = None
+    # set when the backbone could not honour a constraint and fell back (counted in usage)
+    fallback: str | None = None
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens

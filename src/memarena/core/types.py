@@ -1,0 +1,156 @@
+"""Plain data types shared by every part of memarena.
+
+Everything here is JSON-serialisable through :func:`dataclasses.asdict`, so episodes,
+trajectories and usage counters can be appended to ``*.jsonl`` files as they finish and read
+back on resume.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Task:
+    """One benchmark task.
+
+    ``payload`` holds whatever the env needs to rebuild the task (a PDDL problem text, a game
+    file path, a claim id); it must stay JSON-serialisable.
+    """
+
+    id: str
+    env: str
+    split: str
+    domain: str
+    goal: str
+    payload: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+
+@dataclass
+class Observation:
+    """What the agent sees after ``reset`` or ``step``."""
+
+    text: str
+    goal: str
+    admissible_actions: list[str] | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Feedback:
+    """Normalised feedback every env provides (MemCo's evidence assignment, paper B.2.5).
+
+    ``failure_label`` is a short machine-readable reason when the step failed
+    (``"invalid_action"``, ``"precondition"``, ``"no_effect"``, ``"parse_error"``, ...).
+    """
+
+    valid_action: bool
+    state_changed: bool
+    failure_label: str | None = None
+
+
+@dataclass
+class StepResult:
+    observation: Observation
+    reward: float
+    done: bool
+    success: bool
+    progress: float
+    feedback: Feedback
+
+
+@dataclass
+class Step:
+    """One agent step as recorded in a trajectory."""
+
+    action: str
+    observation: str
+    reward: float
+    progress: float
+    feedback: Feedback
+    raw_output: str = ""
+    admissible_actions: list[str] | None = None
+
+
+@dataclass
+class Trajectory:
+    task: Task
+    initial_observation: str
+    steps: list[Step] = field(default_factory=list)
+    memory_ids: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @staticmethod
+    def from_dict(d: dict[str, Any]) -> Trajectory:
+        steps = [Step(**{**s, "feedback": Feedback(**s["feedback"])}) for s in d["steps"]]
+        return Trajectory(
+            task=Task(**d["task"]),
+            initial_observation=d["initial_observation"],
+            steps=steps,
+            memory_ids=list(d.get("memory_ids", [])),
+        )
+
+
+# Episode statuses: "success" and "failure" are ordinary endings; "error" means the env or the
+# agent raised (the error text is kept); "budget" means the step budget ran out.
+EPISODE_STATUSES = ("success", "failure", "budget", "error")
+
+
+@dataclass
+class Outcome:
+    success: bool
+    progress: float
+    steps: int
+    status: str
+    error: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass
+class MemoryQuery:
+    """What a memory method is asked at retrieval time (per task or per step)."""
+
+    task: Task
+    observation: Observation
+    step: int = 0
+    history: list[Step] = field(default_factory=list)
+    progress: float = 0.0
+
+
+@dataclass
+class MemoryContext:
+    """Rendered prompt slots plus the ids of the memory items that produced them."""
+
+    slots: dict[str, str] = field(default_factory=dict)
+    memory_ids: list[str] = field(default_factory=list)
+
+    @staticmethod
+    def empty() -> MemoryContext:
+        return MemoryContext()
+
+
+@dataclass
+class Usage:
+    """Token and call accounting for one backbone (written to ``usage.json``)."""
+
+    calls: int = 0
+    requests: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cache_hits: int = 0
+    cache_misses: int = 0
+    fallbacks: dict[str, int] = field(default_factory=dict)
+
+    def count_fallback(self, kind: str) -> None:
+        self.fallbacks[kind] = self.fallbacks.get(kind, 0) + 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
