@@ -1,0 +1,31 @@
+# make run   set up (once) and run the main job on the embedded defaults
+# make test  set up (once) and run the test suite
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.memarena-installed
+
+.PHONY: setup run test test-slow tables lint clean
+
+$(STAMP): pyproject.toml scripts/setup.sh
+	VENV=$(VENV) bash scripts/setup.sh
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+run: $(STAMP)
+	$(PY) run.py $(ARGS)
+
+test: $(STAMP)
+	$(PY) -m pytest -q $(ARGS)
+
+test-slow: $(STAMP)
+	$(PY) -m pytest -q -m slow $(ARGS)
+
+tables: $(STAMP)
+	$(PY) scripts/make_tables.py --results-dir results --out results/tables
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests scripts run.py
+
+clean:
+	rm -rf outputs multirun .pytest_cache

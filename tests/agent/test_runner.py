@@ -1,0 +1,125 @@
+"""The batched runner: lockstep batching, refill, budgets, and env failures recorded per episode."""
+
+from __future__ import annotations
+
+from memarena.agent import EpisodeRunner, RunnerSettings
+from memarena.agent.parse import parse_action
+from memarena.core import (
+    Completion,
+    EnvPrompt,
+    Feedback,
+    Observation,
+    StepResult,
+    Task,
+    Usage,
+)
+from memarena.memory.none import NoMemory
+
+
+class CountEnv:
+    """A tiny env: reach `target` by choosing "inc"; "boom" tasks raise at step `crash_at`."""
+
+    name = "count"
+    step_budget = 10
+
+    def __init__(self, crash_at: int | None = None):
+        self.crash_at = crash_at
+        self.opened = self.closed = 0
+
+    def tasks(self, split):
+        return [Task(f"t{i}", "count", split, "d", f"count to {i % 3 + 1}", {"target": i % 3 + 1}) for i in range(5)]
+
+    def domains(self):
+        return ["d"]
+
+    def prompt(self):
+        return EnvPrompt(system="count", action_format="Reply with one action.")
+
+    def open(self, task):
+        self.opened += 1
+        return CountEpisode(self, task)
+
+    def close(self):
+        pass
+
+
+class CountEpisode:
+    def __init__(self, env, task):
+        self.env, self.task, self.n = env, task, 0
+
+    def _obs(self):
+        return Observation(f"n={self.n}", self.task.goal, ["inc", "wait"])
+
+    def reset(self):
+        return self._obs()
+
+    def step(self, action):
+        if self.env.crash_at is not None and self.task.id == "t1" and self.n >= self.env.crash_at:
+            raise RuntimeError("simulator died")
+        changed = action == "inc"
+        self.n += changed
+        target = self.task.payload["target"]
+        done = self.n >= target
+        return StepResult(self._obs(), float(done), done, done, min(1.0, self.n / target),
+                          Feedback(True, changed, None if changed else "no_effect"))
+
+    def expert_action(self):
+        return "inc"
+
+    def close(self):
+        self.env.closed += 1
+
+
+class RecordingBackbone:
+    """Test double: always picks the first choice ("inc"), records batch sizes."""
+
+    name = "test-double"
+    is_llm = True
+
+    def __init__(self, pick=0):
+        self.usage = Usage()
+        self.batches: list[int] = []
+        self.pick = pick
+
+    def generate(self, requests):
+        self.batches.append(len(requests))
+        return [Completion(r.choices[self.pick], 10, 1, choice_index=self.pick) for r in requests]
+
+    def close(self):
+        pass
+
+
+def test_lockstep_batches_and_refill():
+    env, bb = CountEnv(), RecordingBackbone()
+    runner = EpisodeRunner(env, bb, NoMemory(), RunnerSettings(concurrency=3), progress_bar=False)
+    results = runner.run(env.tasks("test"))
+    assert [r.trajectory.task.id for r in results] == ["t0", "t1", "t2", "t3", "t4"]
+    assert all(r.outcome.success for r in results)
+    # targets 1,2,3,1,2: steps equal targets; batches never exceed concurrency
+    assert [r.outcome.steps for r in results] == [1, 2, 3, 1, 2]
+    assert max(bb.batches) == 3 and sum(bb.batches) == 9
+    assert results[2].outcome.prompt_tokens == 30 and results[2].outcome.completion_tokens == 3
+    assert env.opened == env.closed == 5
+
+
+def test_budget_and_failure_are_recorded_and_run_continues():
+    env = CountEnv(crash_at=1)
+    bb = RecordingBackbone(pick=1)  # always "wait": never reaches the target
+    runner = EpisodeRunner(env, bb, NoMemory(), RunnerSettings(concurrency=2, step_budget=4), progress_bar=False)
+    results = runner.run(env.tasks("test"))
+    statuses = {r.trajectory.task.id: r.outcome.status for r in results}
+    assert statuses == {"t0": "budget", "t1": "budget", "t2": "budget", "t3": "budget", "t4": "budget"}
+    env2 = CountEnv(crash_at=1)
+    results = EpisodeRunner(env2, RecordingBackbone(), NoMemory(), RunnerSettings(concurrency=2),
+                            progress_bar=False).run(env2.tasks("test"))
+    crashed = results[1].outcome
+    assert crashed.status == "error" and "simulator died" in crashed.error and crashed.steps == 1
+    assert [r.outcome.status for r in results if r.trajectory.task.id != "t1"] == ["success"] * 4
+    assert env2.opened == env2.closed == 5
+
+
+def test_parse_action_free_text():
+    adm = ["pick ball1 rooma left", "move rooma roomb"]
+    assert parse_action("Action: Pick  ball1 rooma LEFT.\nbecause", adm) == "pick ball1 rooma left"
+    assert parse_action("> move rooma roomb", adm) == "move rooma roomb"
+    assert parse_action("\n\nfly away", adm) == "fly away"

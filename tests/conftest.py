@@ -1,0 +1,40 @@
+"""Shared fixtures: the repo root, the shared reference data, a composed config."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+
+ROOT = Path(__file__).resolve().parents[1]
+CONF = ROOT / "conf"
+SHARED_DATA = ROOT.parent / "shared" / "data"
+
+
+def compose_cfg(overrides: list[str] | None = None, *, return_hydra_config: bool = False):
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(CONF), version_base=None):
+        return compose("config", overrides=overrides or [], return_hydra_config=return_hydra_config)
+
+
+@pytest.fixture
+def shared_data() -> Path:
+    if not SHARED_DATA.exists():
+        pytest.skip(f"reference data not found at {SHARED_DATA} (../shared/data beside the checkout)")
+    return SHARED_DATA
+
+
+def run_py(args: list[str], cwd: Path = ROOT, timeout: int = 600):
+    """Run `python run.py ARGS` in a subprocess and return the CompletedProcess."""
+    import subprocess
+
+    return subprocess.run(
+        [sys.executable, str(ROOT / "run.py"), *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
