@@ -1,0 +1,119 @@
+"""Metrics of one run, computed from its evaluated episode records (``episodes.jsonl`` lines).
+
+Definitions (every evaluated episode counts, errors included, as a failure):
+
+- ``success_rate``: successful episodes / episodes; ``success_rate_ci95``: its Wilson score
+  interval ``[low, high]`` over the episodes;
+- ``progress_rate``: mean progress in [0, 1]; ``avg_steps``: mean steps;
+- ``n_errors`` / ``error_rate``: episodes with status ``error``;
+- ``tokens_per_task``: (agent tokens of all episodes + ``memory_tokens``) / episodes, where
+  ``memory_tokens`` are the memory method's own LLM tokens during evaluation;
+- ``runs``: number of evaluation repeats k (distinct ``run`` values); when k > 1,
+  ``avg_at_k`` = mean over the k runs of each run's success rate and ``pass_at_k`` = fraction of
+  tasks that succeeded in at least one run (ReMe's Avg@k and Pass@k);
+- ``per_domain``: ``{domain: {success_rate, progress_rate, n_episodes}}``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Mapping
+from typing import Any
+
+from memarena.results.stats import wilson_ci
+
+log = logging.getLogger(__name__)
+
+REQUIRED_KEYS = ("task_id", "success", "progress", "steps", "status")
+
+
+def _tokens(rec: Mapping[str, Any]) -> int:
+    if rec.get("tokens") is not None:
+        return int(rec["tokens"])
+    return int(rec.get("prompt_tokens") or 0) + int(rec.get("completion_tokens") or 0)
+
+
+def _rates(records: list[Mapping[str, Any]]) -> dict[str, float]:
+    n = len(records)
+    return {
+        "success_rate": sum(bool(r["success"]) for r in records) / n,
+        "progress_rate": sum(float(r["progress"]) for r in records) / n,
+        "n_episodes": n,
+    }
+
+
+def compute_metrics(records: list[Mapping[str, Any]], *, memory_tokens: int = 0) -> dict:
+    """Metrics of one run from its episode records (see the module docstring)."""
+    if not records:
+        raise ValueError(
+            "compute_metrics: no episode records. The evaluation produced no episodes: check "
+            "that the test split has tasks (protocol / env settings) and that episodes.jsonl "
+            "is not empty."
+        )
+    for i, rec in enumerate(records):
+        missing = [k for k in REQUIRED_KEYS if k not in rec]
+        if missing:
+            raise ValueError(f"compute_metrics: episode record {i} lacks {missing} "
+                             f"(needs {list(REQUIRED_KEYS)}); got keys {sorted(rec)}")
+
+    n = len(records)
+    successes = sum(bool(r["success"]) for r in records)
+    n_errors = sum(r["status"] == "error" for r in records)
+    low, high = wilson_ci(successes, n)
+    out: dict[str, Any] = {
+        **_rates(records),
+        "success_rate_ci95": [low, high],
+        "avg_steps": sum(int(r["steps"]) for r in records) / n,
+        "n_tasks": len({r["task_id"] for r in records}),
+        "n_errors": n_errors,
+        "error_rate": n_errors / n,
+        "memory_tokens": int(memory_tokens),
+        "tokens_per_task": (sum(_tokens(r) for r in records) + memory_tokens) / n,
+    }
+
+    by_run: dict[int, list] = defaultdict(list)
+    for r in records:
+        by_run[int(r.get("run") or 0)].append(r)
+    out["runs"] = len(by_run)
+    if len(by_run) > 1:
+        out.update(_at_k(records, by_run))
+
+    by_domain: dict[str, list] = defaultdict(list)
+    for r in records:
+        by_domain[str(r.get("domain") or "all")].append(r)
+    out["per_domain"] = {d: _rates(rs) for d, rs in sorted(by_domain.items())}
+    return out
+
+
+def _at_k(records: list[Mapping[str, Any]], by_run: dict[int, list]) -> dict[str, float]:
+    """ReMe's Avg@k (mean of the per-run success rates) and Pass@k (any run succeeded)."""
+    k = len(by_run)
+    avg_at_k = sum(_rates(rs)["success_rate"] for rs in by_run.values()) / k
+    any_success: dict[str, bool] = defaultdict(bool)
+    for r in records:
+        any_success[r["task_id"]] |= bool(r["success"])
+    tasks_per_run = {run: len({r["task_id"] for r in rs}) for run, rs in by_run.items()}
+    if len(set(tasks_per_run.values())) != 1:
+        log.warning("runs have unequal task counts %s (an interrupted run?): Avg@%d and Pass@%d "
+                    "use the episodes present", tasks_per_run, k, k)
+    return {"avg_at_k": avg_at_k, "pass_at_k": sum(any_success.values()) / len(any_success)}
+
+
+def flatten(d: Mapping[str, Any], prefix: str = "", sep: str = "/") -> dict[str, Any]:
+    """Flatten nested dicts (and lists, by index) into ``{"a/b/0": value}``.
+
+    ``{"per_domain": {"pddl": {"success_rate": 0.5}}, "success_rate_ci95": [0.1, 0.9]}`` becomes
+    ``{"per_domain/pddl/success_rate": 0.5, "success_rate_ci95/0": 0.1,
+    "success_rate_ci95/1": 0.9}``.
+    """
+    out: dict[str, Any] = {}
+    for key, value in d.items():
+        name = f"{prefix}{sep}{key}" if prefix else str(key)
+        if isinstance(value, Mapping):
+            out.update(flatten(value, name, sep))
+        elif isinstance(value, list | tuple):
+            out.update(flatten({str(i): v for i, v in enumerate(value)}, name, sep))
+        else:
+            out[name] = value
+    return out

@@ -1,0 +1,89 @@
+"""compute_metrics on hand-built episode records; the expected numbers are worked out inline."""
+
+import math
+
+import pytest
+
+from memarena.results.metrics import compute_metrics, flatten
+from memarena.results.stats import wilson_ci
+
+
+def ep(task, run, success, progress, steps, *, domain="kitchen", status=None, tokens=100):
+    return {"task_id": task, "split": "test", "domain": domain, "run": run, "success": success,
+            "progress": progress, "steps": steps,
+            "status": status or ("success" if success else "failure"), "error": None,
+            "prompt_tokens": tokens - 10, "completion_tokens": 10, "tokens": tokens,
+            "memory_ids": [], "wall_s": 0.1}
+
+
+def four_runs():
+    """3 tasks x 4 runs. a: always succeeds; b: succeeds in run 1 only; c: never (one error)."""
+    recs = []
+    for run in range(4):
+        recs.append(ep("a", run, True, 1.0, 5))
+        b_ok = run == 1
+        recs.append(ep("b", run, b_ok, 1.0 if b_ok else 0.5, 8 if b_ok else 10))
+        recs.append(ep("c", run, False, 0.25, 10, domain="bath",
+                       status="error" if run == 2 else "budget"))
+    return recs
+
+
+def test_avg_and_pass_at_4():
+    m = compute_metrics(four_runs(), memory_tokens=300)
+    assert m["n_episodes"] == 12 and m["n_tasks"] == 3 and m["runs"] == 4
+    # successes: a 4 + b 1 + c 0 = 5 of 12
+    assert m["success_rate"] == pytest.approx(5 / 12)
+    # per-run success: run0 1/3, run1 2/3, run2 1/3, run3 1/3 -> (5/3) / 4 = 5/12
+    assert m["avg_at_k"] == pytest.approx(5 / 12)
+    # tasks with any success: a, b -> 2/3
+    assert m["pass_at_k"] == pytest.approx(2 / 3)
+    # progress: a 4*1.0 + b (1.0 + 3*0.5) + c 4*0.25 = 4 + 2.5 + 1 = 7.5 -> 7.5 / 12
+    assert m["progress_rate"] == pytest.approx(0.625)
+    # steps: a 4*5 + b (8 + 3*10) + c 4*10 = 20 + 38 + 40 = 98 -> 98 / 12
+    assert m["avg_steps"] == pytest.approx(98 / 12)
+    # tokens: 12 episodes * 100 + 300 memory tokens = 1500 -> 1500 / 12 = 125
+    assert m["tokens_per_task"] == pytest.approx(125.0)
+    assert m["memory_tokens"] == 300
+    assert m["n_errors"] == 1 and m["error_rate"] == pytest.approx(1 / 12)
+    # kitchen (a, b): 8 episodes, 5 successes, progress (4 + 2.5) / 8; bath (c): 4, 0, 0.25
+    assert m["per_domain"] == {
+        "bath": {"success_rate": 0.0, "progress_rate": 0.25, "n_episodes": 4},
+        "kitchen": {"success_rate": 0.625, "progress_rate": 0.8125, "n_episodes": 8},
+    }
+
+
+def test_wilson_interval_matches_the_formula():
+    low, high = compute_metrics(four_runs())["success_rate_ci95"]
+    # Wilson: centre (p + z^2/2n) / (1 + z^2/n),
+    # half-width z sqrt(p(1-p)/n + z^2/4n^2) / (1 + z^2/n)
+    n, p, z = 12, 5 / 12, 1.959963984540054
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    assert (low, high) == pytest.approx((centre - half, centre + half))
+    assert (low, high) == pytest.approx(wilson_ci(5, 12))
+    assert (round(low, 4), round(high, 4)) == (0.1933, 0.6805)
+
+
+def test_single_run_has_no_at_k_and_sums_token_parts():
+    recs = [ep("t1", 0, True, 1.0, 4), ep("t2", 0, False, 0.5, 6)]
+    for r in recs:  # no "tokens" field: prompt + completion tokens are used
+        del r["tokens"], r["run"]
+    m = compute_metrics(recs)
+    assert m["runs"] == 1 and "avg_at_k" not in m and "pass_at_k" not in m
+    # success 1/2, progress (1 + 0.5) / 2, steps (4 + 6) / 2, tokens (90+10)*2 / 2
+    assert (m["success_rate"], m["progress_rate"], m["avg_steps"]) == (0.5, 0.75, 5.0)
+    assert m["tokens_per_task"] == 100.0 and m["n_errors"] == 0
+
+
+def test_empty_and_malformed_records_are_refused():
+    with pytest.raises(ValueError, match="no episode records"):
+        compute_metrics([])
+    bad = ep("t1", 0, True, 1.0, 4)
+    del bad["progress"]
+    with pytest.raises(ValueError, match="lacks \\['progress'\\]"):
+        compute_metrics([bad])
+
+
+def test_flatten():
+    assert flatten({"a": 1, "pd": {"x": {"s": 0.5}}, "ci": [0.1, 0.9]}) == {
+        "a": 1, "pd/x/s": 0.5, "ci/0": 0.1, "ci/1": 0.9}
