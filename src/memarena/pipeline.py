@@ -269,8 +269,13 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             },
         )
         group = "/".join([cfg.experiment_name, cfg.env.name, cfg.method.name, cfg.backbone.name])
-        logger.start(parts.store.dir, name=f"{group}/seed{cfg.seed}", group=group,
-                     config=OmegaConf.to_container(cfg, resolve=True))
+        logger.start(
+            parts.store.dir,
+            name=f"{group}/seed{cfg.seed}",
+            group=group,
+            config=OmegaConf.to_container(cfg, resolve=True),
+            job_type=cfg.method.name,
+        )
         logger.log_metrics(metrics)
         logger.log_episodes([{k: v for k, v in r.items() if k not in ("trajectory", "outcome")} for r in records])
         log.info("results in %s", parts.store.dir)
