@@ -12,6 +12,7 @@ from hydra.core.global_hydra import GlobalHydra
 ROOT = Path(__file__).resolve().parents[1]
 CONF = ROOT / "conf"
 SHARED_DATA = ROOT.parent / "shared" / "data"
+NOTEBOOK = ROOT / "notebooks" / "00_overview.ipynb"
 
 
 def compose_cfg(overrides: list[str] | None = None, *, return_hydra_config: bool = False):
@@ -38,3 +39,16 @@ def run_py(args: list[str], cwd: Path = ROOT, timeout: int = 600):
         text=True,
         timeout=timeout,
     )
+
+
+def run_notebook(path: Path, parameters: str):
+    """Execute a notebook with its `parameters`-tagged cell replaced by `parameters`."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(path, as_version=4)
+    (cell,) = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+    cell.source = parameters
+    NotebookClient(nb, timeout=300, kernel_name="python3",
+                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    return nb

@@ -1,8 +1,7 @@
 """notebooks/00_overview.ipynb runs top to bottom on a results tree and writes its table and figure.
 
-``results_tree`` is the only thing that knows where the results come from: today
-:func:`build_results_tree` writes a synthetic tree in the pipeline's exact layout; it can be
-swapped for the output of a real ``python run.py ... backbone=scripted`` run.
+Here on a hand-built tree in the pipeline's exact layout (several methods, exact numbers);
+tests/test_end_to_end.py runs it on the output of a real `python run.py -m ...` sweep.
 """
 
 import json
@@ -10,12 +9,9 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
 
+from conftest import NOTEBOOK, run_notebook
 from memarena.results.metrics import compute_metrics
-
-REPO = Path(__file__).resolve().parents[2]
-NOTEBOOK = REPO / "notebooks" / "00_overview.ipynb"
 
 
 def build_results_tree(root: Path, *, experiment="adhoc", env="pddl", backbone="scripted",
@@ -52,15 +48,6 @@ def build_results_tree(root: Path, *, experiment="adhoc", env="pddl", backbone="
 @pytest.fixture
 def results_tree(tmp_path) -> Path:
     return build_results_tree(tmp_path / "results")
-
-
-def run_notebook(path: Path, parameters: str) -> nbformat.NotebookNode:
-    nb = nbformat.read(path, as_version=4)
-    (cell,) = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
-    cell.source = parameters
-    NotebookClient(nb, timeout=300, kernel_name="python3",
-                   resources={"metadata": {"path": str(path.parent)}}).execute()
-    return nb
 
 
 def test_overview_notebook_writes_table_and_figure(results_tree):
