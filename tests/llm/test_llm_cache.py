@@ -54,7 +54,9 @@ def test_cache_persists_across_instances_and_is_keyed_by_model(tmp_path):
     path = tmp_path / "sub" / "calls.sqlite"  # parent folder is created
     EchoBackbone(path).generate([req("x"), req("y", temperature=0.9, seed=1)])
     again = EchoBackbone(path)
-    out = again.generate([req("x"), req("y", temperature=0.9, seed=1), req("y", temperature=0.9, seed=2)])
+    out = again.generate(
+        [req("x"), req("y", temperature=0.9, seed=1), req("y", temperature=0.9, seed=2)]
+    )
     assert [c.cached for c in out] == [True, True, False]  # another seed is another sample
     assert again.engine_batches == [["y"]]
     other_model = EchoBackbone(path, model="echo-v2")
@@ -101,7 +103,13 @@ def test_fallbacks_are_counted_for_every_request_and_logged_once(tmp_path, caplo
                 req("pick2", choices=["left", "right"], meta={"reply": "up"}),
             ]
         )
-    assert [c.fallback for c in out] == ["json_invalid", "json_invalid", None, None, "choice_invalid"]
+    assert [c.fallback for c in out] == [
+        "json_invalid",
+        "json_invalid",
+        None,
+        None,
+        "choice_invalid",
+    ]
     assert out[3].choice_index == 1
     assert bb.usage.fallbacks == {"json_invalid": 2, "choice_invalid": 1}
     logged = [r.getMessage() for r in caplog.records]

