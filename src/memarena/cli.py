@@ -58,7 +58,8 @@ def run_job(cfg: DictConfig) -> float | None:
     try:
         metrics = run(cfg)
     except MemarenaError as exc:
-        log.error("memarena: %s", exc)
+        text = str(exc)
+        log.error(text if text.startswith("memarena:") else f"memarena: {text}")
         if HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN:
             return None
         sys.exit(2)

@@ -90,19 +90,22 @@ def check_overrides(overrides: list[str], conf_dir: Path = CONF_DIR) -> str | No
         with initialize_config_dir(config_dir=str(conf_dir), version_base=None):
             compose(config_name="config", overrides=first_values)
     except (HydraException, OmegaConfBaseException) as exc:
-        text = str(exc)
+        text = " ".join(f"{exc} {exc.__cause__ or ''}".split())
         for ov in parsed:
-            if ov.key_or_group in text and "not in struct" in text:
-                return _unknown_key_message(_base_cfg(conf_dir, first_values, ov.input_line), ov.key_or_group)
+            if f"override '{ov.key_or_group}'" in text or (
+                ov.key_or_group in text and "not in struct" in text
+            ):
+                return _unknown_key_message(_group_only_cfg(conf_dir, first_values), ov.key_or_group)
         return "memarena: the configuration does not compose: " + " ".join(text.split())
     finally:
         GlobalHydra.instance().clear()
     return None
 
 
-def _base_cfg(conf_dir: Path, overrides: list[str], bad: str) -> DictConfig:
-    """The config composed without the offending override (to list the valid keys)."""
-    keep = [o for o in overrides if o.split("=", 1)[0] != bad.split("=", 1)[0].lstrip("+~")]
+def _group_only_cfg(conf_dir: Path, overrides: list[str]) -> DictConfig:
+    """The config composed with only the group choices (to list the valid keys)."""
+    groups = set(config_groups(conf_dir))
+    keep = [o for o in overrides if o.split("=", 1)[0].lstrip("+~") in groups]
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(conf_dir), version_base=None):
-        return compose(config_name="config", overrides=[o for o in keep if "." not in o.split("=")[0]])
+        return compose(config_name="config", overrides=keep)

@@ -158,8 +158,21 @@ def _waves(tasks: Sequence[Task], size: int) -> Iterator[list[Task]]:
         yield list(tasks[i : i + size])
 
 
-def _cap(tasks: list[Task], limit: int | None) -> list[Task]:
-    return tasks if limit is None else tasks[:limit]
+def cap_tasks(tasks: list[Task], limit: int | None) -> list[Task]:
+    """The first ``limit`` tasks taken round-robin over domains, so a cap keeps every domain
+    represented (8 PDDL tasks = 2 per domain); order within a domain is kept."""
+    if limit is None or limit >= len(tasks):
+        return list(tasks)
+    by_domain: dict[str, list[Task]] = {}
+    for task in tasks:
+        by_domain.setdefault(task.domain, []).append(task)
+    picked: list[Task] = []
+    queues = [list(reversed(q)) for q in by_domain.values()]
+    while len(picked) < limit:
+        for queue in queues:
+            if queue and len(picked) < limit:
+                picked.append(queue.pop())
+    return picked
 
 
 # --------------------------------------------------------------------------------------------
@@ -182,7 +195,7 @@ def acquire(parts: Parts, cfg: DictConfig, policy: Backbone) -> None:
         log.info("memory snapshot found in %s; skipping acquisition", store.memory_dir)
         memory.load(store.memory_dir)
         return
-    tasks = _cap(parts.env.tasks(cfg.protocol.train_split), cfg.protocol.max_train_tasks)
+    tasks = cap_tasks(parts.env.tasks(cfg.protocol.train_split), cfg.protocol.max_train_tasks)
     done = store.read(files.ACQUISITION)
     _replay(memory, done)
     done_ids = {rec["task_id"] for rec in done}
@@ -196,7 +209,7 @@ def acquire(parts: Parts, cfg: DictConfig, policy: Backbone) -> None:
 
 def evaluate(parts: Parts, cfg: DictConfig) -> list[dict[str, Any]]:
     memory, store = parts.memory, parts.store
-    tasks = _cap(parts.env.tasks(cfg.protocol.eval_split), cfg.protocol.max_eval_tasks)
+    tasks = cap_tasks(parts.env.tasks(cfg.protocol.eval_split), cfg.protocol.max_eval_tasks)
     if not tasks:
         raise ConfigError(
             f"env={parts.env.name} has no tasks in split {cfg.protocol.eval_split!r} "
@@ -237,7 +250,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         if parts.memory.acquisition_policy == "expert":
             from memarena.llm.scripted import ScriptedBackbone
 
-            policy = ScriptedBackbone(epsilon=0.0, seed=cfg.seed, name="expert")
+            policy = ScriptedBackbone(epsilon=0.0, seed=cfg.seed, name="scripted-expert-eps0")
         acquire(parts, cfg, policy)
         if cfg.protocol.freeze_during_eval:
             parts.memory.freeze()
