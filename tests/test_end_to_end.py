@@ -26,7 +26,7 @@ def test_scripted_pddl_check_command(tmp_path):
     assert metrics["n_episodes"] == 8 and metrics["backbone_is_llm"] is False
     assert metrics["backbone"].startswith("scripted")
     (run_dir,) = {p.parent for p in tmp_path.rglob("metrics.json")}
-    assert run_dir.relative_to(tmp_path).parts[:3] == ("adhoc", "pddl", "none")
+    assert run_dir.relative_to(tmp_path).parts[:3] == ("demo", "pddl", "none")
     for name in ("config.yaml", "episodes.jsonl", "usage.json"):
         assert (run_dir / name).exists(), name
     episodes = [json.loads(line) for line in (run_dir / "episodes.jsonl").read_text().splitlines()]
@@ -50,10 +50,10 @@ def test_multirun_writes_every_cell_and_wandb_offline_files(sweep):
     from memarena.results.loggers import read_offline_run
 
     for m in metrics:
-        run_dir = sweep / "adhoc" / "pddl" / m["method"] / m["backbone"] / f"seed{m['seed']}"
+        run_dir = sweep / "demo" / "pddl" / m["method"] / m["backbone"] / f"seed{m['seed']}"
         logged = read_offline_run(run_dir)
         assert logged["summary"]["success_rate"] == pytest.approx(m["success_rate"])
-        assert logged["run"]["group"] == f"adhoc/pddl/{m['method']}/{m['backbone']}"
+        assert logged["run"]["group"] == f"demo/pddl/{m['method']}/{m['backbone']}"
     icl_memory = next(sweep.rglob("icl/*/seed0/memory/memory.json"))
     assert json.loads(icl_memory.read_text())["state"]["demos"], "ICL learnt no demonstration"
 

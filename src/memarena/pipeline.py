@@ -243,6 +243,13 @@ def _usage_dict(backbone: Backbone | None) -> dict[str, Any] | None:
 def run(cfg: DictConfig) -> dict[str, Any]:
     """Run one (experiment, env, method, backbone, seed) cell and return its metrics."""
     t0 = time.perf_counter()
+    caps = (cfg.protocol.max_train_tasks, cfg.protocol.max_eval_tasks)
+    if caps != (None, None):
+        log.warning(
+            "experiment=%s caps tasks (max_train_tasks=%s, max_eval_tasks=%s); "
+            "choose a paper experiment or experiment=null for full runs",
+            cfg.experiment_name, *caps,
+        )
     parts = build(cfg)
     logger = instantiate(cfg.logger, _convert_="all")
     policy: Backbone = parts.backbone
