@@ -24,7 +24,9 @@ def compose_cfg(overrides: list[str] | None = None, *, return_hydra_config: bool
 @pytest.fixture
 def shared_data() -> Path:
     if not SHARED_DATA.exists():
-        pytest.skip(f"reference data not found at {SHARED_DATA} (../shared/data beside the checkout)")
+        pytest.skip(
+            f"reference data not found at {SHARED_DATA} (../shared/data beside the checkout)"
+        )
     return SHARED_DATA
 
 
@@ -49,6 +51,7 @@ def run_notebook(path: Path, parameters: str):
     nb = nbformat.read(path, as_version=4)
     (cell,) = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
     cell.source = parameters
-    NotebookClient(nb, timeout=300, kernel_name="python3",
-                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    NotebookClient(
+        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+    ).execute()
     return nb

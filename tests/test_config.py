@@ -14,8 +14,19 @@ OPTIONS = [(g, o) for g in GROUPS for o in group_options(CONF, g)]
 
 
 def test_groups_of_the_design_exist():
-    expected = {"method", "ablation", "env", "backbone", "memory_backbone", "embedder",
-                "protocol", "logger", "launcher", "experiment", "paths"}
+    expected = {
+        "method",
+        "ablation",
+        "env",
+        "backbone",
+        "memory_backbone",
+        "embedder",
+        "protocol",
+        "logger",
+        "launcher",
+        "experiment",
+        "paths",
+    }
     assert expected <= set(config_groups(CONF))
 
 
@@ -47,7 +58,10 @@ def test_results_dir_is_configurable(tmp_path):
     [
         (["method=nope"], ["method=nope", "Valid choices", "icl", "none"]),
         (["-m", "method=none,nope"], ["method=nope"]),
-        (["protocol.concurency=4"], ["protocol.concurency", "Did you mean protocol.concurrency", "Valid keys"]),
+        (
+            ["protocol.concurency=4"],
+            ["protocol.concurency", "Did you mean protocol.concurrency", "Valid keys"],
+        ),
         (["env=pdl"], ["Did you mean env=pddl"]),
     ],
 )

@@ -18,8 +18,17 @@ def _metrics(root: Path) -> list[dict]:
 
 
 def test_scripted_pddl_check_command(tmp_path):
-    proc = run_py(["env=pddl", "method=none", "backbone=scripted", "protocol.max_train_tasks=4",
-                   "protocol.max_eval_tasks=8", f"paths.results_dir={tmp_path}", "logger=none"])
+    proc = run_py(
+        [
+            "env=pddl",
+            "method=none",
+            "backbone=scripted",
+            "protocol.max_train_tasks=4",
+            "protocol.max_eval_tasks=8",
+            f"paths.results_dir={tmp_path}",
+            "logger=none",
+        ]
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     (metrics,) = _metrics(tmp_path)
     assert REQUIRED <= metrics.keys()
@@ -37,16 +46,31 @@ def test_scripted_pddl_check_command(tmp_path):
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("sweep")
-    proc = run_py(["-m", "env=pddl", "method=none,icl", "seed=0,1", "backbone=scripted",
-                   "protocol.max_train_tasks=4", "protocol.max_eval_tasks=4",
-                   f"paths.results_dir={out}", f"paths.log_dir={out}/logs"])
+    proc = run_py(
+        [
+            "-m",
+            "env=pddl",
+            "method=none,icl",
+            "seed=0,1",
+            "backbone=scripted",
+            "protocol.max_train_tasks=4",
+            "protocol.max_eval_tasks=4",
+            f"paths.results_dir={out}",
+            f"paths.log_dir={out}/logs",
+        ]
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return out
 
 
 def test_multirun_writes_every_cell_and_wandb_offline_files(sweep):
     metrics = _metrics(sweep)
-    assert sorted((m["method"], m["seed"]) for m in metrics) == [("icl", 0), ("icl", 1), ("none", 0), ("none", 1)]
+    assert sorted((m["method"], m["seed"]) for m in metrics) == [
+        ("icl", 0),
+        ("icl", 1),
+        ("none", 0),
+        ("none", 1),
+    ]
     from memarena.results.loggers import read_offline_run
 
     for m in metrics:
@@ -59,8 +83,11 @@ def test_multirun_writes_every_cell_and_wandb_offline_files(sweep):
 
 
 def test_overview_notebook_on_real_results(sweep):
-    run_notebook(NOTEBOOK, f"RESULTS_DIR = {str(sweep)!r}\nOUT_DIR = None\nMETRICS = None\n"
-                           "FIGURE_METRICS = ['success_rate', 'progress_rate']\n")
+    run_notebook(
+        NOTEBOOK,
+        f"RESULTS_DIR = {str(sweep)!r}\nOUT_DIR = None\nMETRICS = None\n"
+        "FIGURE_METRICS = ['success_rate', 'progress_rate']\n",
+    )
     md = (sweep / "tables" / "summary.md").read_text()
     assert "icl" in md and "none" in md and "scripted" in md
     assert (sweep / "tables" / "overview.png").stat().st_size > 5000
@@ -74,9 +101,17 @@ def test_cluster_launchers_compose(launcher):
 
 
 def test_embedded_model_end_to_end(tmp_path):
-    proc = run_py(["method=icl", "protocol.max_train_tasks=2", "protocol.max_eval_tasks=2",
-                   "protocol.step_budget=3", f"paths.results_dir={tmp_path}", "logger=none",
-                   f"paths.cache_dir={tmp_path}/cache"])
+    proc = run_py(
+        [
+            "method=icl",
+            "protocol.max_train_tasks=2",
+            "protocol.max_eval_tasks=2",
+            "protocol.step_budget=3",
+            f"paths.results_dir={tmp_path}",
+            "logger=none",
+            f"paths.cache_dir={tmp_path}/cache",
+        ]
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     (metrics,) = _metrics(tmp_path)
     assert metrics["backbone_is_llm"] is True and metrics["n_episodes"] == 2

@@ -23,10 +23,26 @@ def _environment_requirements() -> set[str]:
 
 def test_environment_yml_matches_pyproject():
     ours, conda = _pyproject_requirements(), _environment_requirements()
-    assert ours == conda, f"only in pyproject: {sorted(ours - conda)}; only in environment.yml: {sorted(conda - ours)}"
+    assert ours == conda, (
+        f"only in pyproject: {sorted(ours - conda)}; "
+        f"only in environment.yml: {sorted(conda - ours)}"
+    )
 
 
 def test_top_level_layout():
-    for name in ("conf", "src", "experiments", "notebooks", "scripts", "results", "tests",
-                 "environment.yml", "README.md", "run.py", "Makefile", ".ci/run", "pyproject.toml"):
+    for name in (
+        "conf",
+        "src",
+        "experiments",
+        "notebooks",
+        "scripts",
+        "results",
+        "tests",
+        "environment.yml",
+        "README.md",
+        "run.py",
+        "Makefile",
+        ".ci/run",
+        "pyproject.toml",
+    ):
         assert (ROOT / name).exists(), name

@@ -23,6 +23,7 @@ ARGS = [
     "protocol.concurrency=2",
 ]
 
+
 def _run_killed(results: Path, file: str, after: int) -> subprocess.CompletedProcess:
     """Run the real entry point in a subprocess that SIGKILLs itself right after the
     `after`-th record of `file` was written (a real kill at a known point)."""
@@ -43,7 +44,9 @@ def _run_killed(results: Path, file: str, after: int) -> subprocess.CompletedPro
         runpy.run_path({str(ROOT / "run.py")!r}, run_name="__main__")
         """
     )
-    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
 
 
 def _metrics(results: Path) -> dict:

@@ -16,4 +16,3 @@ def test_torn_last_line_is_dropped(tmp_path):
     assert store.read("x.jsonl") == [{"a": 1}, {"a": 2}]
     store.append("x.jsonl", {"a": 4})
     assert store.read("x.jsonl") == [{"a": 1}, {"a": 2}, {"a": 4}]
-

@@ -14,8 +14,19 @@ log = logging.getLogger("memarena")
 
 # Hydra flags whose next argument is a value, not an override.
 _VALUE_FLAGS = {
-    "--cfg", "-c", "--package", "-p", "--config-path", "-cp", "--config-name", "-cn",
-    "--config-dir", "-cd", "--info", "-i", "--experimental-rerun",
+    "--cfg",
+    "-c",
+    "--package",
+    "-p",
+    "--config-path",
+    "-cp",
+    "--config-name",
+    "-cn",
+    "--config-dir",
+    "-cd",
+    "--info",
+    "-i",
+    "--experimental-rerun",
 }
 
 
@@ -65,6 +76,8 @@ def run_job(cfg: DictConfig) -> float | None:
         sys.exit(2)
     log.info(
         "success_rate=%.3f progress_rate=%.3f n_episodes=%d",
-        metrics["success_rate"], metrics["progress_rate"], metrics["n_episodes"],
+        metrics["success_rate"],
+        metrics["progress_rate"],
+        metrics["n_episodes"],
     )
     return float(metrics["success_rate"])

@@ -45,7 +45,8 @@ def _check_choice(conf_dir: Path, group: str, value: str) -> str | None:
     hint = f" Did you mean {group}={near[0]}?" if near else ""
     return (
         f"memarena: {group}={value} is not a known {group}.{hint} Valid choices: "
-        f"{_fmt(options)}. Each choice is a file in conf/{group}/; add one there to create a new option."
+        f"{_fmt(options)}. Each choice is a file in conf/{group}/; add one there to create "
+        "a new option."
     )
 
 
@@ -53,14 +54,17 @@ def _unknown_key_message(cfg: DictConfig, key: str) -> str:
     parent_path, _, leaf = key.rpartition(".")
     parent = OmegaConf.select(cfg, parent_path) if parent_path else cfg
     if not isinstance(parent, DictConfig):
-        return f"memarena: {key} is not a config key ({parent_path or 'the top level'} holds no keys)."
+        return (
+            f"memarena: {key} is not a config key ({parent_path or 'the top level'} holds no keys)."
+        )
     keys = sorted(str(k) for k in parent.keys())
     near = difflib.get_close_matches(leaf, keys, n=1)
     hint = f" Did you mean {parent_path + '.' if parent_path else ''}{near[0]}?" if near else ""
     where = parent_path or "the top level"
     return (
         f"memarena: {key} is not a config key.{hint} Valid keys under {where}: {_fmt(keys)}. "
-        f"To add a new key on purpose, write +{key}=VALUE; `python run.py --cfg job` prints the whole config."
+        f"To add a new key on purpose, write +{key}=VALUE; `python run.py --cfg job` prints "
+        "the whole config."
     )
 
 
@@ -95,7 +99,9 @@ def check_overrides(overrides: list[str], conf_dir: Path = CONF_DIR) -> str | No
             if f"override '{ov.key_or_group}'" in text or (
                 ov.key_or_group in text and "not in struct" in text
             ):
-                return _unknown_key_message(_group_only_cfg(conf_dir, first_values), ov.key_or_group)
+                return _unknown_key_message(
+                    _group_only_cfg(conf_dir, first_values), ov.key_or_group
+                )
         return "memarena: the configuration does not compose: " + " ".join(text.split())
     finally:
         GlobalHydra.instance().clear()

@@ -28,7 +28,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from memarena.agent import EpisodeResult, EpisodeRunner, RunnerSettings
-from memarena.core import Backbone, ConfigError, Env, Outcome, Task, Trajectory, Usage
+from memarena.core import Backbone, ConfigError, Env, Outcome, Task, Trajectory
 from memarena.memory.base import BaseMemory, MemoryServices
 from memarena.results import store as files
 from memarena.results.metrics import compute_metrics
@@ -83,7 +83,9 @@ def _memory_llm_factory(cfg: DictConfig, agent: Backbone):
         if mb.get("same_as_agent", False):
             if agent.is_llm:
                 return agent
-            log.info("agent backbone %s is not an LLM; memory calls use %s", agent.name, mb.fallback.name)
+            log.info(
+                "agent backbone %s is not an LLM; memory calls use %s", agent.name, mb.fallback.name
+            )
             return instantiate(mb.fallback)
         spec = OmegaConf.masked_copy(mb, [k for k in mb if k != "same_as_agent"])
         return instantiate(spec)
@@ -142,7 +144,15 @@ def _record(result: EpisodeResult, run: int, *, with_trajectory: bool = True) ->
     if with_trajectory:
         rec["outcome"] = {
             k: getattr(out, k)
-            for k in ("success", "progress", "steps", "status", "error", "prompt_tokens", "completion_tokens")
+            for k in (
+                "success",
+                "progress",
+                "steps",
+                "status",
+                "error",
+                "prompt_tokens",
+                "completion_tokens",
+            )
         }
         rec["trajectory"] = result.trajectory.to_dict()
     return rec
@@ -179,7 +189,9 @@ def cap_tasks(tasks: list[Task], limit: int | None) -> list[Task]:
 # phases
 
 
-def _learning_runs(parts: Parts, runner: EpisodeRunner, tasks: list[Task], file: str, run: int) -> None:
+def _learning_runs(
+    parts: Parts, runner: EpisodeRunner, tasks: list[Task], file: str, run: int
+) -> None:
     """Waves of episodes; the memory observes each wave in task order before the next."""
     for wave in _waves(tasks, parts.settings.concurrency):
         for result in runner.run(wave):
@@ -200,7 +212,9 @@ def acquire(parts: Parts, cfg: DictConfig, policy: Backbone) -> None:
     _replay(memory, done)
     done_ids = {rec["task_id"] for rec in done}
     remaining = [t for t in tasks if t.id not in done_ids]
-    log.info("acquisition: %d train tasks (%d already done)", len(tasks), len(tasks) - len(remaining))
+    log.info(
+        "acquisition: %d train tasks (%d already done)", len(tasks), len(tasks) - len(remaining)
+    )
     runner = EpisodeRunner(parts.env, policy, memory, parts.settings, phase="acquire")
     _learning_runs(parts, runner, remaining, files.ACQUISITION, run=0)
     memory.save(store.memory_dir)
@@ -222,7 +236,9 @@ def evaluate(parts: Parts, cfg: DictConfig) -> list[dict[str, Any]]:
         done_here = [r for r in existing if r["run"] == run]
         done_ids = {r["task_id"] for r in done_here}
         remaining = [t for t in tasks if t.id not in done_ids]
-        runner = EpisodeRunner(parts.env, parts.backbone, memory, parts.settings, phase="eval", run=run)
+        runner = EpisodeRunner(
+            parts.env, parts.backbone, memory, parts.settings, phase="eval", run=run
+        )
         log.info("evaluation run %d: %d tasks (%d already done)", run, len(tasks), len(done_ids))
         if learning:
             if store.snapshot_complete():
@@ -230,7 +246,10 @@ def evaluate(parts: Parts, cfg: DictConfig) -> list[dict[str, Any]]:
             _replay(memory, done_here)
             _learning_runs(parts, runner, remaining, files.EPISODES, run)
         else:
-            runner.run(remaining, on_finish=lambda r, run=run: store.append(files.EPISODES, _record(r, run)))
+            runner.run(
+                remaining,
+                on_finish=lambda r, run=run: store.append(files.EPISODES, _record(r, run)),
+            )
     return [r for r in store.read(files.EPISODES) if (r["run"], r["task_id"]) in wanted]
 
 
@@ -248,7 +267,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         log.warning(
             "experiment=%s caps tasks (max_train_tasks=%s, max_eval_tasks=%s); "
             "choose a paper experiment or experiment=null for full runs",
-            cfg.experiment_name, *caps,
+            cfg.experiment_name,
+            *caps,
         )
     parts = build(cfg)
     logger = instantiate(cfg.logger, _convert_="all")
@@ -262,10 +282,14 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         if cfg.protocol.freeze_during_eval:
             parts.memory.freeze()
         memory_llm = parts.services.llm_if_built
-        before = memory_llm.usage.prompt_tokens + memory_llm.usage.completion_tokens if memory_llm else 0
+        before = (
+            memory_llm.usage.prompt_tokens + memory_llm.usage.completion_tokens if memory_llm else 0
+        )
         records = evaluate(parts, cfg)
         memory_llm = parts.services.llm_if_built
-        after = memory_llm.usage.prompt_tokens + memory_llm.usage.completion_tokens if memory_llm else 0
+        after = (
+            memory_llm.usage.prompt_tokens + memory_llm.usage.completion_tokens if memory_llm else 0
+        )
         metrics = compute_metrics(records, memory_tokens=after - before)
         metrics.update(
             experiment=cfg.experiment_name,
@@ -284,7 +308,9 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             {
                 "agent": _usage_dict(parts.backbone),
                 "memory": "same as agent" if shared_llm else _usage_dict(memory_llm),
-                "acquisition_policy": _usage_dict(policy) if policy is not parts.backbone else "agent",
+                "acquisition_policy": _usage_dict(policy)
+                if policy is not parts.backbone
+                else "agent",
                 "note": "token counts cover this process; per-episode tokens are in episodes.jsonl",
             },
         )
@@ -297,7 +323,9 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             job_type=cfg.method.name,
         )
         logger.log_metrics(metrics)
-        logger.log_episodes([{k: v for k, v in r.items() if k not in ("trajectory", "outcome")} for r in records])
+        logger.log_episodes(
+            [{k: v for k, v in r.items() if k not in ("trajectory", "outcome")} for r in records]
+        )
         log.info("results in %s", parts.store.dir)
         return metrics
     finally:

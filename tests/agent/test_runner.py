@@ -27,12 +27,15 @@ class CountEnv:
         self.opened = self.closed = 0
 
     def tasks(self, split):
-        return [Task(f"t{i}", "count", split, "d", f"count to {i % 3 + 1}", {"target": i % 3 + 1}) for i in range(5)]
+        return [
+            Task(f"t{i}", "count", split, "d", f"count to {i % 3 + 1}", {"target": i % 3 + 1})
+            for i in range(5)
+        ]
 
     def domains(self):
         return ["d"]
 
-    def prompt(self):
+    def prompt(self, task=None):
         return EnvPrompt(system="count", action_format="Reply with one action.")
 
     def open(self, task):
@@ -60,8 +63,14 @@ class CountEpisode:
         self.n += changed
         target = self.task.payload["target"]
         done = self.n >= target
-        return StepResult(self._obs(), float(done), done, done, min(1.0, self.n / target),
-                          Feedback(True, changed, None if changed else "no_effect"))
+        return StepResult(
+            self._obs(),
+            float(done),
+            done,
+            done,
+            min(1.0, self.n / target),
+            Feedback(True, changed, None if changed else "no_effect"),
+        )
 
     def expert_action(self):
         return "inc"
@@ -105,13 +114,22 @@ def test_lockstep_batches_and_refill():
 def test_budget_and_failure_are_recorded_and_run_continues():
     env = CountEnv(crash_at=1)
     bb = RecordingBackbone(pick=1)  # always "wait": never reaches the target
-    runner = EpisodeRunner(env, bb, NoMemory(), RunnerSettings(concurrency=2, step_budget=4), progress_bar=False)
+    runner = EpisodeRunner(
+        env, bb, NoMemory(), RunnerSettings(concurrency=2, step_budget=4), progress_bar=False
+    )
     results = runner.run(env.tasks("test"))
     statuses = {r.trajectory.task.id: r.outcome.status for r in results}
-    assert statuses == {"t0": "budget", "t1": "budget", "t2": "budget", "t3": "budget", "t4": "budget"}
+    assert statuses == {
+        "t0": "budget",
+        "t1": "budget",
+        "t2": "budget",
+        "t3": "budget",
+        "t4": "budget",
+    }
     env2 = CountEnv(crash_at=1)
-    results = EpisodeRunner(env2, RecordingBackbone(), NoMemory(), RunnerSettings(concurrency=2),
-                            progress_bar=False).run(env2.tasks("test"))
+    results = EpisodeRunner(
+        env2, RecordingBackbone(), NoMemory(), RunnerSettings(concurrency=2), progress_bar=False
+    ).run(env2.tasks("test"))
     crashed = results[1].outcome
     assert crashed.status == "error" and "simulator died" in crashed.error and crashed.steps == 1
     assert [r.outcome.status for r in results if r.trajectory.task.id != "t1"] == ["success"] * 4

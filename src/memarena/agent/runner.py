@@ -50,7 +50,9 @@ class RunnerSettings:
 
     def __post_init__(self) -> None:
         if self.action_mode not in ("choice", "free"):
-            raise ValueError(f"protocol.action_mode must be 'choice' or 'free', not {self.action_mode!r}")
+            raise ValueError(
+                f"protocol.action_mode must be 'choice' or 'free', not {self.action_mode!r}"
+            )
         if self.concurrency < 1:
             raise ValueError(f"protocol.concurrency must be >= 1, not {self.concurrency}")
 
@@ -104,7 +106,6 @@ class EpisodeRunner:
         self.phase = phase
         self.run_index = run
         self.progress_bar = progress_bar
-        self.prompt = env.prompt()
         # Only a non-LLM policy (the scripted expert) needs the expert's action per step.
         self._needs_expert = not backbone.is_llm
 
@@ -191,7 +192,7 @@ class EpisodeRunner:
         if self.s.action_mode == "choice" and obs.admissible_actions:
             choices = list(dict.fromkeys(obs.admissible_actions))
         messages = build_messages(
-            self.prompt,
+            self.env.prompt(item.task),
             item.task,
             obs,
             item.trajectory.steps,
@@ -264,7 +265,9 @@ class EpisodeRunner:
         return ended
 
     def _fail(self, item: _Live, exc: BaseException) -> None:
-        log.warning("episode %s failed at step %d: %s", item.task.id, len(item.trajectory.steps), exc)
+        log.warning(
+            "episode %s failed at step %d: %s", item.task.id, len(item.trajectory.steps), exc
+        )
         item.status = "error"
         item.success = False
         item.error = _error_text(exc)
@@ -280,7 +283,9 @@ class EpisodeRunner:
             prompt_tokens=item.prompt_tokens,
             completion_tokens=item.completion_tokens,
         )
-        return EpisodeResult(item.trajectory, outcome, time.perf_counter() - item.started, item.order)
+        return EpisodeResult(
+            item.trajectory, outcome, time.perf_counter() - item.started, item.order
+        )
 
     @staticmethod
     def _close(episode: Episode) -> None:

@@ -8,8 +8,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from memarena.core import ConfigError, MemoryContext, MemoryFrozenError, MemoryQuery, Outcome
-from memarena.core import Backbone, Embedder, Trajectory
+from memarena.core import (
+    Backbone,
+    ConfigError,
+    Embedder,
+    MemoryContext,
+    MemoryFrozenError,
+    MemoryQuery,
+    Outcome,
+    Trajectory,
+)
 
 log = logging.getLogger(__name__)
 

@@ -9,6 +9,8 @@ the episode from the task alone.
 
 from __future__ import annotations
 
+import functools
+
 import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -253,12 +255,15 @@ class PDDLEnv:
         planner = self._planner.get(domain) or _planner_configs(None, [domain])[domain]
         return PDDLEpisode(task, problem, spec, planner)
 
-    def prompt(self) -> EnvPrompt:
-        return EnvPrompt(system=self._system_prompt(), action_format=ACTION_FORMAT)
+    def prompt(self, task: Task | None = None) -> EnvPrompt:
+        """Instructions for the task's domain (all configured domains when no task is given)."""
+        domains = (task.domain,) if task is not None else tuple(self._domains)
+        return EnvPrompt(system=self._system_prompt(domains), action_format=ACTION_FORMAT)
 
-    def _system_prompt(self) -> str:
+    @functools.lru_cache(maxsize=16)  # noqa: B019 - a handful of domain tuples per env
+    def _system_prompt(self, domains: tuple[str, ...]) -> str:
         lines = [SYSTEM_INTRO, ""]
-        for d in self._domains:
+        for d in domains:
             spec = SPECS[d]
             lines.append(f"Domain {d}: {spec.summary}")
             lines.append("Actions:")
