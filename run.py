@@ -1,9 +1,9 @@
 """memarena entry point: memory acquisition, then frozen evaluation, for one config.
 
-    python run.py                                  # embedded defaults on a CPU
-    python run.py method=icl env=pddl backbone=scripted
-    python run.py -m method=none,icl seed=0,1      # a sweep
-    python run.py --cfg job                        # print the composed config
+python run.py                                  # embedded defaults on a CPU
+python run.py method=icl env=pddl backbone=scripted
+python run.py -m method=none,icl seed=0,1      # a sweep
+python run.py --cfg job                        # print the composed config
 """
 
 import sys
