@@ -55,6 +55,7 @@ def sweep(tmp_path_factory) -> Path:
             "backbone=scripted",
             "protocol.max_train_tasks=4",
             "protocol.max_eval_tasks=4",
+            "protocol.step_budget=30",
             f"paths.results_dir={out}",
             f"paths.log_dir={out}/logs",
         ]
