@@ -61,12 +61,17 @@ def test_noise_rate_matches_epsilon():
     assert 0.13 < off_expert < 0.23  # eps * 9/10 = 0.18
 
 
-def test_missing_or_inadmissible_expert_action_gives_a_random_choice():
+def test_missing_expert_action_gives_a_random_choice():
     bb = ScriptedBackbone(epsilon=0.0)
     out = bb.generate([agent_request(s, expert=None) for s in range(30)])
-    out += bb.generate([agent_request(s, expert="fly away") for s in range(30)])
     assert all(c.text in CHOICES and c.choice_index == CHOICES.index(c.text) for c in out)
     assert len({c.text for c in out}) > 3
+
+
+def test_expert_action_outside_the_choices_is_typed_as_text():
+    bb = ScriptedBackbone(epsilon=0.0)
+    (out,) = bb.generate([agent_request(0, expert="wait1")])
+    assert out.text == "wait1" and out.choice_index is None
 
 
 def test_it_is_not_an_llm_and_costs_no_tokens():

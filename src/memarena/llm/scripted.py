@@ -2,10 +2,10 @@
 
 It answers agent requests only: each must carry ``choices`` and ``meta["expert_action"]`` (the
 expert's next action, or None) and ``meta["episode_key"]`` (e.g. ``f"{run}:{task_id}:{step}"``).
-With probability ``epsilon``, or when the expert has no admissible action, it picks a choice
-uniformly at random; otherwise the expert action. The random draw comes from a generator seeded
-by a stable hash of (seed, episode_key), so the answer does not depend on batch order,
-batch composition or concurrency. It uses no tokens.
+With probability ``epsilon``, or when the expert has no action, it picks a choice uniformly at
+random; otherwise the expert action (typed as free text when it is not among the choices).
+The random draw comes from a generator seeded by a stable hash of (seed, episode_key), so the
+answer does not depend on batch order, batch composition or concurrency. It uses no tokens.
 """
 
 from __future__ import annotations
@@ -70,7 +70,11 @@ class ScriptedBackbone(BackboneBase):
         expert = request.meta["expert_action"]
         rng = random.Random(self._stream(str(request.meta["episode_key"])))
         noisy = rng.random() < self.epsilon
-        if noisy or expert is None or expert not in choices:
+        if not noisy and expert is not None and expert not in choices:
+            # The expert types its action: envs whose admissible list misses some valid
+            # spellings (ScienceWorld) must not leak the gold action into an LLM's choices.
+            return Completion(text=expert)
+        if noisy or expert is None:
             index = rng.randrange(len(choices))
         else:
             index = choices.index(expert)

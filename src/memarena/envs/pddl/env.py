@@ -10,7 +10,6 @@ the episode from the task alone.
 from __future__ import annotations
 
 import functools
-
 import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
