@@ -194,6 +194,13 @@ def test_memco_task_lists_parse():
         pytest.skip(f"MemCo task lists not found at {MEMCO_LISTS} (../shared beside the checkout)")
     lists = read_task_list(MEMCO_LISTS)
     assert set(lists) == {"train", "valid_seen", "valid_unseen"}
+    # MemCo Appendix F.1: train / Familiar / Held-out per scene domain
+    paper = {"kitchen": (100, 20, 20), "living_room": (100, 17, 11),
+             "bedroom": (100, 20, 20), "bathroom": (100, 20, 19)}
+    for domain, counts in paper.items():
+        got = tuple(sum(d == domain for _, d in lists[s])
+                    for s in ("train", "valid_seen", "valid_unseen"))
+        assert got == counts, domain
     domains = {d for entries in lists.values() for _, d in entries}
     assert domains == {"kitchen", "living_room", "bedroom", "bathroom"}
     for split, entries in lists.items():

@@ -134,10 +134,19 @@ def read_task_list(path: Path) -> dict[str, list[tuple[str, str]]]:
     """MemCo task lists -> {split: [(game key, domain), ...]} in list order.
 
     ``path`` is one ``<domain>__<split>.json`` file or a folder of them; each entry's
-    ``env_kwargs.gamefile`` identifies the game.
+    ``env_kwargs.gamefile`` identifies the game. In a folder, ``merged__*`` files (the same
+    games again) and ``manifest.json`` are skipped, and a game listed twice is kept once.
     """
-    files = sorted(path.glob("*.json")) if path.is_dir() else [path]
+    if path.is_dir():
+        files = [
+            f
+            for f in sorted(path.glob("*.json"))
+            if "__" in f.stem and not f.stem.startswith("merged__")
+        ]
+    else:
+        files = [path]
     out: dict[str, list[tuple[str, str]]] = {}
+    seen: set[str] = set()
     for f in files:
         entries = json.loads(f.read_text())
         if isinstance(entries, dict):
@@ -147,6 +156,9 @@ def read_task_list(path: Path) -> dict[str, list[tuple[str, str]]]:
             key = game_key(gamefile) if gamefile else None
             if key is None:
                 raise ValueError(f"{f}: an entry has no env_kwargs.gamefile in the official layout")
+            if key in seen:
+                continue
+            seen.add(key)
             split = key.split("/", 1)[0]
             dom = e.get("scene_domain") or e.get("subset_group") or f.stem.split("__")[0]
             domain = MEMCO_DOMAIN.get(dom) or domain_of_scene(scene_of(key.split("/")[1]) or -1)
