@@ -16,8 +16,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig, ListConfig, OmegaConf
-
 from memarena.core.errors import ConfigError
 from memarena.core.protocols import EnvPrompt
 from memarena.core.types import Task
@@ -32,6 +30,7 @@ from memarena.envs.alfworld.official import (
     split_root,
 )
 from memarena.envs.alfworld.scenes import DOMAINS, TASK_TYPES
+from memarena.envs.options import check_common, plain
 
 log = logging.getLogger(__name__)
 
@@ -61,14 +60,10 @@ SUITE_DEFAULTS = {
 }
 
 
-def _plain(value: Any) -> Any:
-    if isinstance(value, DictConfig | ListConfig):
-        return OmegaConf.to_container(value, resolve=True)
-    return value
 
 
 def _names(key: str, value: Any, valid: Sequence[str]) -> list[str]:
-    value = _plain(value)
+    value = plain(value)
     if isinstance(value, str):
         value = [value]
     if not value:
@@ -114,20 +109,14 @@ class AlfWorldEnv:
         seed: int = 0,
         **unknown: Any,
     ) -> None:
-        if unknown:
-            raise ConfigError(
-                f"memarena: env.{sorted(unknown)[0]} is not an option of env=alfworld; valid "
-                f"options: {', '.join(OPTIONS)}."
-            )
         self.name = str(name)
-        if not isinstance(step_budget, int) or step_budget < 1:
-            raise ConfigError(f"memarena: env.step_budget={step_budget!r} must be an int >= 1.")
+        step_budget = check_common("alfworld", unknown, OPTIONS, step_budget)
         self.step_budget = step_budget
         self._domains = _names("domains", domains, DOMAINS)
         self._task_types = _names("task_types", task_types, tuple(TASK_TYPES))
         self._test_splits = _names("test_splits", test_splits, OFFICIAL_SPLITS)
         self.seed = int(seed)
-        suite = dict(_plain(suite) or {})
+        suite = dict(plain(suite) or {})
         bad = set(suite) - set(SUITE_DEFAULTS)
         if bad:
             raise ConfigError(

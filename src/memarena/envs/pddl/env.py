@@ -14,11 +14,10 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from omegaconf import DictConfig, ListConfig, OmegaConf
-
 from memarena.core.errors import ConfigError
 from memarena.core.protocols import EnvPrompt
 from memarena.core.types import Task
+from memarena.envs.options import check_common, plain
 from memarena.envs.pddl.agentboard import load_folder
 from memarena.envs.pddl.episode import PDDLEpisode
 from memarena.envs.pddl.generators import canonical_key, generate_splits, resolve_sizes
@@ -52,15 +51,10 @@ OPTIONS = (
 DEFAULT_DOMAIN_STRATEGIES = {"barman": ("agenda_add",)}
 
 
-def _plain(value: Any) -> Any:
-    """OmegaConf containers to plain Python (Hydra passes ListConfig/DictConfig)."""
-    if isinstance(value, DictConfig | ListConfig):
-        return OmegaConf.to_container(value, resolve=True)
-    return value
 
 
 def _per_domain_count(key: str, value: Any, domains: Sequence[str]) -> dict[str, int]:
-    value = _plain(value)
+    value = plain(value)
     counts = value if isinstance(value, Mapping) else {d: value for d in domains}
     out = {}
     for d in domains:
@@ -75,7 +69,7 @@ def _per_domain_count(key: str, value: Any, domains: Sequence[str]) -> dict[str,
 
 
 def _planner_configs(planner: Any, domains: Sequence[str]) -> dict[str, PlannerConfig]:
-    cfg = dict(_plain(planner) or {})
+    cfg = dict(plain(planner) or {})
     valid = ("strategies", "node_limits", "weight", "repair_limit", "domain_strategies")
     unknown = set(cfg) - set(valid)
     if unknown:
@@ -140,22 +134,16 @@ class PDDLEnv:
         planner: Mapping[str, Any] | None = None,
         **unknown: Any,
     ) -> None:
-        if unknown:
-            raise ConfigError(
-                f"memarena: env.{sorted(unknown)[0]} is not an option of env=pddl; valid "
-                f"options: {', '.join(OPTIONS)}."
-            )
         self.name = str(name)
-        if not isinstance(step_budget, int) or step_budget < 1:
-            raise ConfigError(f"memarena: env.step_budget={step_budget!r} must be an int >= 1.")
+        step_budget = check_common("pddl", unknown, OPTIONS, step_budget)
         self.step_budget = step_budget
-        self._domains = self._check_domains(_plain(domains))
+        self._domains = self._check_domains(plain(domains))
         self._n = {
             "train": _per_domain_count("n_train", n_train, self._domains),
             "test": _per_domain_count("n_test", n_test, self._domains),
         }
         self.seed = int(seed)
-        self._sizes = self._check_sizes(_plain(sizes) or {})
+        self._sizes = self._check_sizes(plain(sizes) or {})
         self._planner = _planner_configs(planner, self._domains)
         self.problems_dir = None if problems_dir in (None, "") else str(problems_dir)
         self._external = (

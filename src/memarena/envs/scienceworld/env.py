@@ -15,11 +15,10 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from omegaconf import DictConfig, ListConfig, OmegaConf
-
 from memarena.core.errors import ConfigError
 from memarena.core.protocols import EnvPrompt
 from memarena.core.types import Task
+from memarena.envs.options import check_common, plain
 from memarena.envs.scienceworld.catalog import Catalog
 from memarena.envs.scienceworld.episode import ScienceWorldEpisode
 from memarena.envs.scienceworld.prompts import ACTION_FORMAT, FEWSHOT, SYSTEM
@@ -58,10 +57,6 @@ OPTIONS = (
 PROGRESS = ("score", "subgoals")
 
 
-def _plain(value: Any) -> Any:
-    if isinstance(value, DictConfig | ListConfig):
-        return OmegaConf.to_container(value, resolve=True)
-    return value
 
 
 def _cap(name: str, value: Any) -> int | None:
@@ -120,13 +115,7 @@ class ScienceWorldEnv:
         progress: str = "score",
         **unknown: Any,
     ) -> None:
-        if unknown:
-            raise ConfigError(
-                f"memarena: env.{sorted(unknown)[0]} is not an option of env=scienceworld; "
-                f"valid options: {', '.join(OPTIONS)}."
-            )
-        if not isinstance(step_budget, int) or step_budget < 1:
-            raise ConfigError(f"memarena: env.step_budget={step_budget!r} must be an int >= 1.")
+        step_budget = check_common("scienceworld", unknown, OPTIONS, step_budget)
         if partition not in PARTITIONS:
             raise ConfigError(f"memarena: env.partition={partition!r}; valid: {list(PARTITIONS)}.")
         if progress not in PROGRESS:
@@ -141,7 +130,7 @@ class ScienceWorldEnv:
                 f"memarena: env.jvm_memory={jvm_memory!r} must be a Java heap size such as 1g "
                 "or 768m (it becomes -Xmx of each simulator JVM)."
             )
-        self.task_names = check_task_names(_plain(task_names))
+        self.task_names = check_task_names(plain(task_names))
         self.caps = {
             "train": _cap("max_train_variations_per_task", max_train_variations_per_task),
             "dev": _cap("max_test_variations_per_task", max_test_variations_per_task),
