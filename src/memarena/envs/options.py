@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
@@ -29,3 +29,19 @@ def check_common(
     if not isinstance(step_budget, int) or isinstance(step_budget, bool) or step_budget < 1:
         raise ConfigError(f"memarena: env.step_budget={step_budget!r} must be an int >= 1.")
     return step_budget
+
+
+def choose_names(key: str, value: Any, valid: Sequence[str], hint: str = "") -> list[str]:
+    """A non-empty list of names from ``valid`` (a single string is a list of one), deduplicated
+    in order; otherwise a ConfigError naming ``env.<key>`` and the valid names."""
+    value = plain(value)
+    if isinstance(value, str):
+        value = [value]
+    if not value:
+        raise ConfigError(f"memarena: env.{key} is empty; choose from {list(valid)}.")
+    bad = [v for v in value if v not in valid]
+    if bad:
+        raise ConfigError(
+            f"memarena: env.{key} has unknown value {bad[0]!r}; valid: {list(valid)}{hint}."
+        )
+    return list(dict.fromkeys(value))

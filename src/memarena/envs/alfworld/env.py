@@ -30,7 +30,7 @@ from memarena.envs.alfworld.official import (
     split_root,
 )
 from memarena.envs.alfworld.scenes import DOMAINS, TASK_TYPES
-from memarena.envs.options import check_common, plain
+from memarena.envs.options import check_common, choose_names, plain
 
 log = logging.getLogger(__name__)
 
@@ -58,22 +58,6 @@ SUITE_DEFAULTS = {
     "max_expert_steps": 30,
     "workers": 0,
 }
-
-
-
-
-def _names(key: str, value: Any, valid: Sequence[str]) -> list[str]:
-    value = plain(value)
-    if isinstance(value, str):
-        value = [value]
-    if not value:
-        raise ConfigError(f"memarena: env.{key} is empty; choose from {list(valid)}.")
-    bad = [v for v in value if v not in valid]
-    if bad:
-        raise ConfigError(
-            f"memarena: env.{key} has unknown value {bad[0]!r}; valid: {list(valid)}."
-        )
-    return list(dict.fromkeys(value))
 
 
 class AlfWorldEnv:
@@ -112,9 +96,9 @@ class AlfWorldEnv:
         self.name = str(name)
         step_budget = check_common("alfworld", unknown, OPTIONS, step_budget)
         self.step_budget = step_budget
-        self._domains = _names("domains", domains, DOMAINS)
-        self._task_types = _names("task_types", task_types, tuple(TASK_TYPES))
-        self._test_splits = _names("test_splits", test_splits, OFFICIAL_SPLITS)
+        self._domains = choose_names("domains", domains, DOMAINS)
+        self._task_types = choose_names("task_types", task_types, tuple(TASK_TYPES))
+        self._test_splits = choose_names("test_splits", test_splits, OFFICIAL_SPLITS)
         self.seed = int(seed)
         suite = dict(plain(suite) or {})
         bad = set(suite) - set(SUITE_DEFAULTS)

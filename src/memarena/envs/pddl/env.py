@@ -17,7 +17,7 @@ from typing import Any
 from memarena.core.errors import ConfigError
 from memarena.core.protocols import EnvPrompt
 from memarena.core.types import Task
-from memarena.envs.options import check_common, plain
+from memarena.envs.options import check_common, choose_names, plain
 from memarena.envs.pddl.agentboard import load_folder
 from memarena.envs.pddl.episode import PDDLEpisode
 from memarena.envs.pddl.generators import canonical_key, generate_splits, resolve_sizes
@@ -49,8 +49,6 @@ OPTIONS = (
 )
 # hFF plateaus on barman; its goal agenda with hAdd is fast and close to optimal.
 DEFAULT_DOMAIN_STRATEGIES = {"barman": ("agenda_add",)}
-
-
 
 
 def _per_domain_count(key: str, value: Any, domains: Sequence[str]) -> dict[str, int]:
@@ -137,7 +135,9 @@ class PDDLEnv:
         self.name = str(name)
         step_budget = check_common("pddl", unknown, OPTIONS, step_budget)
         self.step_budget = step_budget
-        self._domains = self._check_domains(plain(domains))
+        self._domains = choose_names(
+            "domains", domains, DOMAIN_NAMES, " (AgentBoard's 'blockworld' is 'blocksworld' here)"
+        )
         self._n = {
             "train": _per_domain_count("n_train", n_train, self._domains),
             "test": _per_domain_count("n_test", n_test, self._domains),
@@ -152,20 +152,6 @@ class PDDLEnv:
             else {}
         )
         self._tasks: dict[str, list[Task]] | None = None
-
-    @staticmethod
-    def _check_domains(domains: Any) -> list[str]:
-        if isinstance(domains, str):
-            domains = [domains]
-        if not domains:
-            raise ConfigError(f"memarena: env.domains is empty; choose from {list(DOMAIN_NAMES)}.")
-        bad = [d for d in domains if d not in SPECS]
-        if bad:
-            raise ConfigError(
-                f"memarena: env.domains has unknown domain {bad[0]!r}; valid domains: "
-                f"{list(DOMAIN_NAMES)} (AgentBoard's 'blockworld' is 'blocksworld' here)."
-            )
-        return list(dict.fromkeys(domains))
 
     def _check_sizes(self, sizes: Mapping[str, Any]) -> dict[str, dict[str, tuple[int, int]]]:
         bad = [d for d in sizes if d not in SPECS]
