@@ -25,5 +25,5 @@ def main(cfg: DictConfig) -> float | None:
 if __name__ == "__main__":
     from memarena.cli import precheck
 
-    precheck(sys.argv[1:], CONF_DIR)
+    sys.argv[1:] = precheck(sys.argv[1:], CONF_DIR)
     main()

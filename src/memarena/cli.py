@@ -48,15 +48,18 @@ def command_line_overrides(argv: list[str]) -> list[str]:
     return out
 
 
-def precheck(argv: list[str], conf_dir: Path) -> None:
-    """Exit with a one-paragraph message when the overrides name a bad choice or key."""
-    from memarena.config_check import check_overrides
+def precheck(argv: list[str], conf_dir: Path) -> list[str]:
+    """Exit with a one-paragraph message when the overrides name a bad choice or key; return
+    the arguments with group shorthands expanded (``env.wiki=local`` -> ``env/wiki=local``)."""
+    from memarena.config_check import check_overrides, expand_group_shorthand
 
+    argv = expand_group_shorthand(argv)
     overrides = command_line_overrides(argv)
     message = check_overrides(overrides, conf_dir) if overrides else None
     if message:
         print(message, file=sys.stderr)
         sys.exit(2)
+    return argv
 
 
 def run_job(cfg: DictConfig) -> float | None:

@@ -21,16 +21,39 @@ from omegaconf.errors import OmegaConfBaseException
 CONF_DIR = Path(__file__).resolve().parents[2] / "conf"  # repo checkout (editable install)
 
 
+# Config groups inside another group's folder (chosen with `env/wiki=local`; `env.wiki=local`
+# is accepted as a shorthand). Other sub-folders hold plain choices (`ablation=memco/local_only`).
+NESTED_GROUPS = ("env/wiki",)
+
+
 def group_options(conf_dir: Path, group: str) -> list[str]:
     """Options of a config group: yaml files under conf/<group>/, nested ones as a/b."""
     base = conf_dir / group
     if not base.is_dir():
         return []
-    return sorted(str(p.relative_to(base).with_suffix("")) for p in base.rglob("*.yaml"))
+    nested = [conf_dir / g for g in NESTED_GROUPS if g.startswith(group + "/")]
+    return sorted(
+        str(p.relative_to(base).with_suffix(""))
+        for p in base.rglob("*.yaml")
+        if not any(p.is_relative_to(n) for n in nested)
+    )
+
+
+def expand_group_shorthand(argv: list[str]) -> list[str]:
+    """``env.wiki=local`` -> ``env/wiki=local`` for the nested groups (plain keys unchanged)."""
+    out = []
+    for arg in argv:
+        key, eq, value = arg.partition("=")
+        group = key.replace(".", "/")
+        if eq and group in NESTED_GROUPS and not value.lstrip().startswith("{"):
+            arg = f"{group}={value}"
+        out.append(arg)
+    return out
 
 
 def config_groups(conf_dir: Path) -> list[str]:
-    return sorted(p.name for p in conf_dir.iterdir() if p.is_dir())
+    top = [p.name for p in conf_dir.iterdir() if p.is_dir()]
+    return sorted([*top, *(g for g in NESTED_GROUPS if (conf_dir / g).is_dir())])
 
 
 def _fmt(options: list[str]) -> str:

@@ -24,11 +24,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from memarena.agent import EpisodeResult, EpisodeRunner, RunnerSettings
-from memarena.core import Backbone, ConfigError, Env, Outcome, Task, Trajectory
+from memarena.core import Backbone, ConfigError, Env, MemarenaError, Outcome, Task, Trajectory
 from memarena.memory.base import BaseMemory, MemoryServices
 from memarena.results import store as files
 from memarena.results.metrics import compute_metrics
@@ -86,11 +87,25 @@ def _memory_llm_factory(cfg: DictConfig, agent: Backbone):
             log.info(
                 "agent backbone %s is not an LLM; memory calls use %s", agent.name, mb.fallback.name
             )
-            return instantiate(mb.fallback)
+            return build_part(mb.fallback)
         spec = OmegaConf.masked_copy(mb, [k for k in mb if k != "same_as_agent"])
-        return instantiate(spec)
+        return build_part(spec)
 
     return build
+
+
+def build_part(node: DictConfig, **kwargs: Any) -> Any:
+    """``instantiate`` that lets a constructor's own MemarenaError (a config message) through
+    instead of Hydra's wrapper, so the run ends with that one message."""
+    try:
+        return instantiate(node, _convert_="all", **kwargs)
+    except InstantiationException as exc:
+        cause = exc.__cause__
+        while cause is not None and not isinstance(cause, MemarenaError):
+            cause = cause.__cause__
+        if cause is not None:
+            raise cause from None
+        raise
 
 
 def build(cfg: DictConfig) -> Parts:
@@ -99,13 +114,13 @@ def build(cfg: DictConfig) -> Parts:
     if not cfg.protocol.resume:
         store.clear()
     store.write_text(files.CONFIG, OmegaConf.to_yaml(cfg, resolve=True))
-    env: Env = instantiate(cfg.env, _convert_="all")
-    backbone: Backbone = instantiate(cfg.backbone, _convert_="all")
+    env: Env = build_part(cfg.env)
+    backbone: Backbone = build_part(cfg.backbone)
     services = MemoryServices(
         llm_factory=_memory_llm_factory(cfg, backbone),
-        embedder_factory=lambda: instantiate(cfg.embedder, _convert_="all"),
+        embedder_factory=lambda: build_part(cfg.embedder),
     )
-    memory = instantiate(cfg.method, services=services, env_name=env.name, _convert_="all")
+    memory = build_part(cfg.method, services=services, env_name=env.name)
     budget = cfg.protocol.step_budget or env.step_budget
     settings = RunnerSettings(
         concurrency=cfg.protocol.concurrency,
@@ -271,7 +286,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             *caps,
         )
     parts = build(cfg)
-    logger = instantiate(cfg.logger, _convert_="all")
+    logger = build_part(cfg.logger)
     policy: Backbone = parts.backbone
     try:
         if parts.memory.acquisition_policy == "expert":

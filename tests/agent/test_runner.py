@@ -141,3 +141,5 @@ def test_parse_action_free_text():
     assert parse_action("Action: Pick  ball1 rooma LEFT.\nbecause", adm) == "pick ball1 rooma left"
     assert parse_action("> move rooma roomb", adm) == "move rooma roomb"
     assert parse_action("\n\nfly away", adm) == "fly away"
+    react = "Thought 1: I should search the town.\nAction 1: Search[Kestrel Bay]\nObservation"
+    assert parse_action(react) == "Search[Kestrel Bay]"

@@ -205,6 +205,10 @@ class EpisodeRunner:
         meta: dict[str, object] = {"episode_key": key}
         if self._needs_expert:
             meta["expert_action"] = item.episode.expert_action()
+            noise = getattr(item.episode, "noise_actions", None)
+            if choices is None and noise is not None:
+                # Free-text envs (ReAct QA): the scripted backbone's noise draws from these.
+                meta["alternatives"] = list(noise())
         return ChatRequest(
             messages=messages,
             choices=choices,

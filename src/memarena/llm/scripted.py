@@ -4,6 +4,8 @@ It answers agent requests only: each must carry ``choices`` and ``meta["expert_a
 expert's next action, or None) and ``meta["episode_key"]`` (e.g. ``f"{run}:{task_id}:{step}"``).
 With probability ``epsilon``, or when the expert has no action, it picks a choice uniformly at
 random; otherwise the expert action (typed as free text when it is not among the choices).
+Free-text envs (ReAct QA) have no choices: the runner passes the episode's plausible wrong
+actions as ``meta["alternatives"]``, and the noise draws from those.
 The random draw comes from a generator seeded by a stable hash of (seed, episode_key), so the
 answer does not depend on batch order, batch composition or concurrency. It uses no tokens.
 """
@@ -52,11 +54,13 @@ class ScriptedBackbone(BackboneBase):
         return [self._act(r) for r in requests]
 
     def _act(self, request: ChatRequest) -> Completion:
-        if not request.choices or "expert_action" not in request.meta:
+        choices = request.choices or request.meta.get("alternatives")
+        if not choices or "expert_action" not in request.meta:
             kind = "a JSON-schema request" if request.json_schema else "a free-text request"
             raise ConfigError(
                 f"memarena: backbone {self.name} is the env's scripted expert, not an LLM: it "
-                "only acts as the agent, on requests with `choices` and "
+                "only acts as the agent, on requests with `choices` (or, for free-text envs, "
+                "meta['alternatives']) and "
                 f"meta['expert_action']. It received {kind}, most likely a memory method's own "
                 "call. Set `memory_backbone` to an LLM (e.g. memory_backbone=smollm2_135m, or "
                 "memory_backbone=same_as_agent, which falls back to the embedded model)."
@@ -66,7 +70,6 @@ class ScriptedBackbone(BackboneBase):
                 f"memarena: backbone {self.name} needs meta['episode_key'] (e.g. "
                 "'run:task_id:step') on every request to draw its noise deterministically."
             )
-        choices = request.choices
         expert = request.meta["expert_action"]
         rng = random.Random(self._stream(str(request.meta["episode_key"])))
         noisy = rng.random() < self.epsilon
