@@ -35,7 +35,7 @@ def test_every_option_composes_and_resolves(group, option):
     overrides = [f"{group}={option}"]
     if group == "env/wiki":  # a nested group: only envs that search Wikipedia have it
         overrides.insert(0, "env=fever")
-    if group == "ablation" and option != "none":
+    if group == "ablation" and "/" in option:  # ablation=<method>/<variant>
         overrides.append(f"method={option.split('/')[0]}")
     cfg = compose_cfg(overrides)
     OmegaConf.resolve(cfg)  # no dangling interpolations

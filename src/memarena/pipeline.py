@@ -138,13 +138,16 @@ def build(cfg: DictConfig) -> Parts:
 # records
 
 
-def _record(result: EpisodeResult, run: int, *, with_trajectory: bool = True) -> dict[str, Any]:
+def _record(
+    result: EpisodeResult, run: int, *, agent: str | None = None, with_trajectory: bool = True
+) -> dict[str, Any]:
     task, out = result.trajectory.task, result.outcome
     rec: dict[str, Any] = {
         "task_id": task.id,
         "split": task.split,
         "domain": task.domain,
         "run": run,
+        "agent": agent,
         "success": out.success,
         "progress": out.progress,
         "steps": out.steps,
@@ -205,18 +208,29 @@ def cap_tasks(tasks: list[Task], limit: int | None) -> list[Task]:
 
 
 def _learning_runs(
-    parts: Parts, runner: EpisodeRunner, tasks: list[Task], file: str, run: int
+    parts: Parts,
+    runner: EpisodeRunner,
+    tasks: list[Task],
+    file: str,
+    run: int,
+    agent: str | None = None,
 ) -> None:
     """Waves of episodes; the memory observes each wave in task order before the next."""
     for wave in _waves(tasks, parts.settings.concurrency):
         for result in runner.run(wave):
             parts.memory.observe(result.trajectory, result.outcome)
-            parts.store.append(file, _record(result, run))
+            parts.store.append(file, _record(result, run, agent=agent))
 
 
 def acquire(parts: Parts, cfg: DictConfig, policy: Backbone) -> None:
     memory, store = parts.memory, parts.store
     if not memory.learns:
+        return
+    source = cfg.protocol.get("snapshot_from")
+    if source:
+        snapshot = _snapshot_dir(source)
+        log.info("evaluating on the saved snapshot %s (no acquisition)", snapshot)
+        memory.load(snapshot)
         return
     if store.snapshot_complete():
         log.info("memory snapshot found in %s; skipping acquisition", store.memory_dir)
@@ -236,7 +250,26 @@ def acquire(parts: Parts, cfg: DictConfig, policy: Backbone) -> None:
     store.mark_snapshot_complete({"n_train_tasks": len(tasks), "method": memory.name})
 
 
+def _snapshot_dir(source: str) -> Path:
+    """The memory folder of ``protocol.snapshot_from`` (a run directory or its memory/)."""
+    path = Path(source)
+    for folder in (path / "memory", path):
+        if (folder / "SNAPSHOT_COMPLETE").exists():
+            return folder
+    raise ConfigError(
+        f"protocol.snapshot_from={source} holds no complete memory snapshot (memory/"
+        "SNAPSHOT_COMPLETE). Run the base configuration first (its run directory is "
+        "results/<experiment>/<env>/<method>/<backbone>/seed<k>), or unset snapshot_from."
+    )
+
+
+def _key(rec: dict[str, Any]) -> tuple[Any, int, str]:
+    return rec.get("agent"), rec["run"], rec["task_id"]
+
+
 def evaluate(parts: Parts, cfg: DictConfig) -> list[dict[str, Any]]:
+    """Every run of every evaluation view (MemCo: each agent's local memory + global memory;
+    other methods: one view) over the test tasks; finished episodes are kept on resume."""
     memory, store = parts.memory, parts.store
     tasks = cap_tasks(parts.env.tasks(cfg.protocol.eval_split), cfg.protocol.max_eval_tasks)
     if not tasks:
@@ -244,28 +277,40 @@ def evaluate(parts: Parts, cfg: DictConfig) -> list[dict[str, Any]]:
             f"env={parts.env.name} has no tasks in split {cfg.protocol.eval_split!r} "
             "(protocol.eval_split / protocol.max_eval_tasks)"
         )
-    wanted = {(run, t.id) for run in range(cfg.protocol.runs) for t in tasks}
-    existing = [r for r in store.read(files.EPISODES) if (r["run"], r["task_id"]) in wanted]
+    views = memory.eval_views()
+    wanted = {(v, run, t.id) for v in views for run in range(cfg.protocol.runs) for t in tasks}
+    existing = [r for r in store.read(files.EPISODES) if _key(r) in wanted]
     learning = memory.learns and not memory.frozen
-    for run in range(cfg.protocol.runs):
-        done_here = [r for r in existing if r["run"] == run]
-        done_ids = {r["task_id"] for r in done_here}
-        remaining = [t for t in tasks if t.id not in done_ids]
-        runner = EpisodeRunner(
-            parts.env, parts.backbone, memory, parts.settings, phase="eval", run=run
-        )
-        log.info("evaluation run %d: %d tasks (%d already done)", run, len(tasks), len(done_ids))
-        if learning:
-            if store.snapshot_complete():
-                memory.load(store.memory_dir)
-            _replay(memory, done_here)
-            _learning_runs(parts, runner, remaining, files.EPISODES, run)
-        else:
-            runner.run(
-                remaining,
-                on_finish=lambda r, run=run: store.append(files.EPISODES, _record(r, run)),
+    for view in views:
+        memory.set_view(view)
+        for run in range(cfg.protocol.runs):
+            done_here = [r for r in existing if r.get("agent") == view and r["run"] == run]
+            done_ids = {r["task_id"] for r in done_here}
+            remaining = [t for t in tasks if t.id not in done_ids]
+            runner = EpisodeRunner(
+                parts.env, parts.backbone, memory, parts.settings, phase="eval", run=run
             )
-    return [r for r in store.read(files.EPISODES) if (r["run"], r["task_id"]) in wanted]
+            log.info(
+                "evaluation run %d%s: %d tasks (%d already done)",
+                run,
+                f" (agent {view})" if view is not None else "",
+                len(tasks),
+                len(done_ids),
+            )
+            if learning:
+                if store.snapshot_complete():
+                    memory.load(store.memory_dir)
+                _replay(memory, done_here)
+                _learning_runs(parts, runner, remaining, files.EPISODES, run, view)
+            else:
+                runner.run(
+                    remaining,
+                    on_finish=lambda r, run=run, view=view: store.append(
+                        files.EPISODES, _record(r, run, agent=view)
+                    ),
+                )
+    memory.set_view(None)
+    return [r for r in store.read(files.EPISODES) if _key(r) in wanted]
 
 
 def _usage_dict(backbone: Backbone | None) -> dict[str, Any] | None:
@@ -306,6 +351,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             memory_llm.usage.prompt_tokens + memory_llm.usage.completion_tokens if memory_llm else 0
         )
         metrics = compute_metrics(records, memory_tokens=after - before)
+        metrics.update(parts.memory.metrics())
         metrics.update(
             experiment=cfg.experiment_name,
             env=cfg.env.name,

@@ -96,6 +96,21 @@ class BaseMemory:
     def freeze(self) -> None:
         self.frozen = True
 
+    def metrics(self) -> dict[str, float]:
+        """Method-specific numbers added to ``metrics.json`` after evaluation (memory size,
+        retrieved entries per call ...); none by default."""
+        return {}
+
+    def eval_views(self) -> list[str | None]:
+        """The views evaluation runs under, each over the whole test set. One view (None) by
+        default; MemCo returns its agents (each agent's local memory + the global memory)."""
+        return [None]
+
+    def set_view(self, view: str | None) -> None:
+        """Select the view for the following retrievals (see :meth:`eval_views`)."""
+        if view is not None:
+            raise ConfigError(f"memory '{self.name}' has no evaluation view {view!r}")
+
     def save(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
         blob = {"method": self.name, "schema_version": self.schema_version}

@@ -11,7 +11,11 @@ Definitions (every evaluated episode counts, errors included, as a failure):
 - ``runs``: number of evaluation repeats k (distinct ``run`` values); when k > 1,
   ``avg_at_k`` = mean over the k runs of each run's success rate and ``pass_at_k`` = fraction of
   tasks that succeeded in at least one run (ReMe's Avg@k and Pass@k);
-- ``per_domain``: ``{domain: {success_rate, progress_rate, n_episodes}}``.
+- ``per_domain``: ``{domain: {success_rate, progress_rate, n_episodes}}``;
+- ``per_split``: the same plus ``avg_steps`` per task split when the test set merges several
+  (ALFWorld: ``valid_seen`` = familiar, ``valid_unseen`` = held-out layouts);
+- ``per_agent``: the same per evaluation view (MemCo: each source-domain agent with its own
+  local memory and the shared global memory); the top-level values pool all agents.
 """
 
 from __future__ import annotations
@@ -83,7 +87,23 @@ def compute_metrics(records: list[Mapping[str, Any]], *, memory_tokens: int = 0)
     for r in records:
         by_domain[str(r.get("domain") or "all")].append(r)
     out["per_domain"] = {d: _rates(rs) for d, rs in sorted(by_domain.items())}
+    for key, name in (("split", "per_split"), ("agent", "per_agent")):
+        groups: dict[str, list] = defaultdict(list)
+        for r in records:
+            if r.get(key) is not None:
+                groups[str(r[key])].append(r)
+        if len(groups) > 1 or (key == "agent" and groups):
+            out[name] = {g: _group(rs) for g, rs in sorted(groups.items())}
     return out
+
+
+def _group(records: list[Mapping[str, Any]]) -> dict[str, float]:
+    """Rates and average steps of a group of episodes (one agent, one split)."""
+    return {
+        **_rates(records),
+        "avg_steps": sum(int(r["steps"]) for r in records) / len(records),
+        "n_episodes": len(records),
+    }
 
 
 def _at_k(records: list[Mapping[str, Any]], by_run: dict[int, list]) -> dict[str, float]:

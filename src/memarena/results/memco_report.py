@@ -1,0 +1,520 @@
+"""Helpers of notebooks/memco.ipynb: MemCo's tables and figures from the results tree.
+
+Reads ``<results>/<experiment>/<env>/<method>[+<ablation>]/<backbone>/seed<k>/metrics.json``
+(via :func:`memarena.results.collect.collect`) and puts the paper's reported numbers
+(:func:`memarena.results.paper.paper_numbers`) beside ours. Every function accepts an empty
+result and then returns an empty frame / draws the paper's numbers alone.
+
+Conventions: accuracy and progress are in percent (the paper's unit); ``setting`` is ``fever``,
+``pddl``, ``scienceworld``, ``alfworld`` (pooled) and ``alfworld_familiar`` /
+``alfworld_heldout`` (``per_split/valid_seen`` / ``valid_unseen``; ``per_subset/`` is also
+read); ``variant`` is the method name, or for an ablation its last name component
+(``memco/local_only``, ``memco-local_only`` and ``local_only`` all give ``local_only``),
+which matches the paper CSV's ``variant``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from memarena.results.collect import collect, format_mean_std
+from memarena.results.paper import paper_numbers
+
+EXPERIMENTS = {
+    "table1": "memco_table1",
+    "table3": "memco_table3",
+    "table4": "memco_table4",
+    "table11": "memco_table11",
+    "table12": "memco_table12",
+    "table13": "memco_table13",
+    "table14": "memco_table14",
+}
+METHOD_ORDER = ("icl", "amem", "a_mem", "memskill", "memrl", "gmemory", "g_memory", "memco")
+SCOPE_VARIANTS = ("local_only", "global_only", "empirical", "concat_l5g5", "memco")
+FACET_VARIANTS = (
+    "no_rx",
+    "no_rp",
+    "no_rg",
+    "only_rx",
+    "only_rp",
+    "only_rg",
+    "zero_relevance",
+    "cosine",
+    "bm25",
+)
+LAMBDAS = ("lambda_0.25", "lambda_0.30", "lambda_0.35", "lambda_0.40", "lambda_0.45", "lambda_0.50")
+SUBSETS = {"valid_seen": "familiar", "valid_unseen": "heldout"}
+PERCENT = {"success_rate": "accuracy", "progress_rate": "progress"}
+PLAIN = {"avg_steps": "steps", "tokens_per_task": "tokens_per_task"}
+# memory-cost columns of Table 12 / Fig. 3(a-c): first name found (exactly, or as the last
+# component of a flattened key such as memory/global_records) wins
+MEMORY_COST = {
+    "global_records": ("global_records", "n_global_records", "global_memory_size"),
+    "avg_mem_entries": (
+        "avg_mem_entries",
+        "avg_memory_entries",
+        "avg_retrieved_entries",
+        "mem_entries_per_call",
+    ),
+    "mem_tokens_per_call": (
+        "mem_words_per_call",
+        "mem_tokens_per_call",
+        "avg_mem_tokens",
+        "avg_memory_tokens",
+        "memory_prompt_tokens_per_call",
+    ),
+}
+
+
+# experiment_name -> the experiment configs that write it (conf/experiment/<config>.yaml)
+CONFIGS = {
+    "memco_table1": ("memco_table1_fever", "memco_table1_pddl", "memco_table1_alfworld"),
+    "memco_table3": ("memco_table3_fever",),
+    "memco_table4": ("memco_table4_scienceworld",),
+}
+
+
+def command_for(experiment: str) -> str:
+    """The command(s) that produce the results of ``experiment``."""
+    configs = CONFIGS.get(experiment, (experiment,))
+    return "; ".join(f"python run.py -m experiment={c}" for c in configs)
+
+
+def variant_key(method: str, ablation: object) -> str:
+    """``method`` without ablation, else the ablation's last name component."""
+    if ablation is None or (isinstance(ablation, float) and math.isnan(ablation)):
+        return str(method)
+    text = str(ablation)
+    if text in ("", "none", "null"):
+        return str(method)
+    return re.split(r"[/\-]", text)[-1]
+
+
+def backbone_key(name: object) -> str:
+    """Lower-case letters and digits only: ``Qwen3-32B`` and ``qwen3_32b`` match."""
+    return re.sub(r"[^a-z0-9]", "", str(name).lower())
+
+
+def _step_budget(run_dir: str) -> float:
+    path = Path(run_dir) / "config.yaml"
+    if not path.exists():
+        return math.nan
+    from omegaconf import OmegaConf
+
+    value = OmegaConf.select(OmegaConf.load(path), "protocol.step_budget", default=None)
+    return float(value) if value is not None else math.nan
+
+
+def load_runs(results_dir: str | Path, experiment: str) -> pd.DataFrame:
+    """The run rows of ``experiment`` (empty frame when it has no results yet), with
+    ``variant_key`` and ``step_budget`` (from each run's config.yaml) added."""
+    root = Path(results_dir) / experiment
+    try:
+        runs = collect(root)
+    except FileNotFoundError:
+        return pd.DataFrame()
+    runs = runs[runs["experiment"] == experiment].copy()
+    abl = runs["ablation"] if "ablation" in runs.columns else [None] * len(runs)
+    runs["variant_key"] = [variant_key(m, a) for m, a in zip(runs["method"], abl, strict=True)]
+    runs["step_budget"] = [_step_budget(d) for d in runs["run_dir"]]
+    return runs.reset_index(drop=True)
+
+
+def report_missing(runs: pd.DataFrame, experiment: str) -> bool:
+    """Print the one-line hint when ``experiment`` has no results; True when it has some."""
+    if runs.empty:
+        print(
+            f"no results for {experiment} yet: `{command_for(experiment)}` produces them; "
+            "showing the paper's numbers alone"
+        )
+        return False
+    return True
+
+
+def _find(columns: Sequence[str], names: Sequence[str]) -> str | None:
+    for name in names:
+        for col in columns:
+            if col == name or col.endswith("/" + name):
+                return col
+    return None
+
+
+def long_metrics(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per run x setting x metric: accuracy / progress (%), steps, tokens_per_task,
+    memory-cost metrics; ALFWorld runs add their familiar / held-out subsets."""
+    cols = [
+        "experiment",
+        "env",
+        "setting",
+        "backbone",
+        "variant",
+        "seed",
+        "step_budget",
+        "metric",
+        "value",
+    ]
+    if runs.empty:
+        return pd.DataFrame(columns=cols)
+    rows = []
+    for _, run in runs.iterrows():
+        base = {
+            "experiment": run["experiment"],
+            "env": run["env"],
+            "backbone": run["backbone"],
+            "variant": run["variant_key"],
+            "seed": run["seed"],
+            "step_budget": run.get("step_budget", math.nan),
+        }
+
+        def add(setting: str, prefix: str, row=run, base=base) -> None:
+            for src, (name, scale) in {
+                **{k: (v, 100.0) for k, v in PERCENT.items()},
+                **{k: (v, 1.0) for k, v in PLAIN.items()},
+            }.items():
+                value = row.get(prefix + src)
+                if value is not None and not pd.isna(value):
+                    rows.append(
+                        {**base, "setting": setting, "metric": name, "value": float(value) * scale}
+                    )
+
+        add(run["env"], "")
+        if run["env"] == "alfworld":
+            for subset, split in SUBSETS.items():
+                for group in ("per_split", "per_subset"):  # metrics.py writes per_split
+                    prefix = f"{group}/{subset}/"
+                    if not pd.isna(run.get(prefix + "success_rate", math.nan)):
+                        add(f"alfworld_{split}", prefix)
+                        break
+        for name, candidates in MEMORY_COST.items():
+            col = _find(list(runs.columns), candidates)
+            if col is not None and not pd.isna(run.get(col)):
+                rows.append(
+                    {**base, "setting": run["env"], "metric": name, "value": float(run[col])}
+                )
+    return pd.DataFrame(rows, columns=cols)
+
+
+def summarize(long: pd.DataFrame, extra_by: Sequence[str] = ()) -> pd.DataFrame:
+    """Mean / sample std / n_seeds of each metric per setting, backbone, variant (+extra)."""
+    by = ["setting", "backbone", "variant", *extra_by, "metric"]
+    if long.empty:
+        return pd.DataFrame(columns=[*by, "mean", "std", "n_seeds"])
+    g = long.groupby(by, dropna=False, sort=True)["value"]
+    return g.agg(mean="mean", std="std", n_seeds="count").reset_index()
+
+
+def paper_rows(tables: Sequence[str]) -> pd.DataFrame:
+    """The paper's reported numbers of ``tables`` (e.g. ``["table12"]``)."""
+    paper = paper_numbers("memco")
+    return paper[paper["table"].isin(list(tables))].reset_index(drop=True)
+
+
+def beside_paper(
+    summary: pd.DataFrame, tables: Sequence[str], match_backbone: bool = False
+) -> pd.DataFrame:
+    """Our ``mean ± std`` next to the paper's value for each (setting, variant, metric);
+    rows only the paper has keep ``ours`` = "-", rows only we have keep ``paper`` = NaN.
+
+    With ``match_backbone=False`` the paper's value (one backbone, e.g. Qwen3-32B for the
+    ablations) is shown beside every backbone of ours.
+    """
+    paper = paper_rows(tables)[["setting", "backbone", "variant", "metric", "value"]]
+    paper = paper.rename(columns={"value": "paper", "backbone": "paper_backbone"})
+    ours = summary.copy()
+    if ours.empty:
+        out = paper.assign(backbone="-", ours="-", n_seeds=0)
+    else:
+        ours["ours"] = [
+            format_mean_std(m, s, 2) for m, s in zip(ours["mean"], ours["std"], strict=True)
+        ]
+        keys = ["setting", "variant", "metric"]
+        if match_backbone:
+            ours["bkey"] = ours["backbone"].map(backbone_key)
+            paper["bkey"] = paper["paper_backbone"].map(backbone_key)
+            keys.append("bkey")
+        out = ours.merge(paper, on=keys, how="outer")
+        out["ours"] = out["ours"].fillna("-")
+        out["backbone"] = out["backbone"].fillna("-")
+        out["n_seeds"] = out["n_seeds"].fillna(0).astype(int)
+    cols = [
+        c
+        for c in (
+            "setting",
+            "backbone",
+            "variant",
+            "step_budget",
+            "metric",
+            "ours",
+            "n_seeds",
+            "paper",
+            "paper_backbone",
+        )
+        if c in out.columns
+    ]
+    return out[cols].sort_values(["setting", "variant", "metric"]).reset_index(drop=True)
+
+
+def _method_order(methods: Sequence[str]) -> list[str]:
+    known = [m for m in METHOD_ORDER if m in methods]
+    return known + sorted(m for m in methods if m not in known)
+
+
+def main_table(
+    summary: pd.DataFrame, metrics: Sequence[str] = ("accuracy", "steps")
+) -> pd.DataFrame:
+    """Table 1/3/4 layout: rows (backbone, setting, metric), columns methods, ``mean ± std``."""
+    if summary.empty:
+        return pd.DataFrame()
+    sub = summary[summary["metric"].isin(list(metrics))].copy()
+    sub["cell"] = [format_mean_std(m, s, 2) for m, s in zip(sub["mean"], sub["std"], strict=True)]
+    table = sub.pivot_table(
+        index=["backbone", "setting", "metric"], columns="variant", values="cell", aggfunc="first"
+    )
+    return table[_method_order(list(table.columns))].fillna("-")
+
+
+def relative_gains(summary: pd.DataFrame, control: str = "memco") -> pd.DataFrame:
+    """Per setting and backbone, ``control``'s relative gain over the best other method in
+    accuracy (%) and its relative step reduction vs the method with the fewest steps (%), the
+    quantities the paper's Table 1 / Table 3 prose quotes."""
+    rows = []
+    for (setting, backbone), grp in summary.groupby(["setting", "backbone"]):
+        means = grp.pivot_table(index="variant", columns="metric", values="mean")
+        if control not in means.index or len(means) < 2:
+            continue
+        others = means.drop(index=control)
+        row = {"setting": setting, "backbone": backbone}
+        if "accuracy" in means and others["accuracy"].notna().any():
+            runner = others["accuracy"].idxmax()
+            best = others.loc[runner, "accuracy"]
+            row["runner_up_accuracy"] = runner
+            row["rel_gain_accuracy_pct"] = (
+                100 * (means.loc[control, "accuracy"] - best) / best if best else math.nan
+            )
+        if "steps" in means and others["steps"].notna().any():
+            fewest = others["steps"].min()
+            row["rel_reduction_steps_pct"] = (
+                100 * (fewest - means.loc[control, "steps"]) / fewest if fewest else math.nan
+            )
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def blocks(
+    summary: pd.DataFrame,
+    metric: str,
+    settings: Sequence[str] = ("fever", "pddl", "alfworld_familiar", "alfworld_heldout"),
+) -> pd.DataFrame:
+    """Blocks (backbone|setting) x methods table of ``metric`` means for Appendix H."""
+    sub = summary[(summary["metric"] == metric) & summary["setting"].isin(list(settings))]
+    if sub.empty:
+        return pd.DataFrame()
+    table = sub.pivot_table(index=["backbone", "setting"], columns="variant", values="mean")
+    table.index = [f"{b}|{s}" for b, s in table.index]
+    return table[_method_order(list(table.columns))]
+
+
+# --------------------------------------------------------------------------------------------
+# figures
+
+
+def _save(fig, out_dir: str | Path, name: str) -> Path:
+    path = Path(out_dir) / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    return path
+
+
+def _lambda_of(variant: str) -> float:
+    m = re.fullmatch(r"lambda_([0-9.]+)", str(variant))
+    return float(m.group(1)) if m else math.nan
+
+
+def figure_threshold(summary: pd.DataFrame, out_dir: str | Path, name="fig4ab_threshold.png"):
+    """Fig. 4(a,b): accuracy vs Wilson threshold per split, bubble area = global records;
+    ours as circles, the paper's numbers as red crosses."""
+    import matplotlib.pyplot as plt
+
+    paper = paper_rows(["table11"])
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
+    for ax, split in zip(axes, ("familiar", "heldout"), strict=True):
+        setting = f"alfworld_{split}"
+        if not summary.empty:
+            acc = summary[(summary["setting"] == setting) & (summary["metric"] == "accuracy")]
+            rec = summary[summary["metric"] == "global_records"].groupby("variant")["mean"].mean()
+            for backbone, grp in acc.groupby("backbone"):
+                lam = grp["variant"].map(_lambda_of)
+                keep = lam.notna()
+                sizes = [max(20.0, rec.get(v, 100.0) / 3) for v in grp["variant"][keep]]
+                ax.scatter(lam[keep], grp["mean"][keep], s=sizes, alpha=0.5, label=backbone)
+        p = paper[(paper["setting"] == setting) & (paper["metric"] == "accuracy")]
+        ax.scatter(p["variant"].map(_lambda_of), p["value"], marker="x", color="red", label="paper")
+        rng = paper[(paper["setting"] == setting) & paper["metric"].str.startswith("accuracy_")]
+        for v in rng["value"]:
+            ax.axhline(v, color="red", ls=":", lw=0.8)
+        ax.set_xlabel("promotion threshold λ")
+        ax.set_ylabel("accuracy (%)")
+        ax.set_title(f"ALFWorld {split} (paper range dotted)")
+        ax.legend(fontsize="small")
+    return _save(fig, out_dir, name), fig
+
+
+def figure_variants(
+    summary: pd.DataFrame,
+    variants: Sequence[str],
+    out_dir: str | Path,
+    name: str,
+    tables: Sequence[str] = ("table12",),
+    metrics: Sequence[str] = ("accuracy", "steps"),
+):
+    """Bars per variant and ALFWorld split for each metric (Fig. 4(c,d)); the paper's value as
+    a red cross where it reports one."""
+    import matplotlib.pyplot as plt
+
+    paper = paper_rows(tables)
+    fig, axes = plt.subplots(1, len(metrics), figsize=(5 * len(metrics), 3.6), squeeze=False)
+    width = 0.38
+    for ax, metric in zip(axes[0], metrics, strict=True):
+        for j, split in enumerate(("familiar", "heldout")):
+            setting = f"alfworld_{split}"
+            xs = [i + (j - 0.5) * width for i in range(len(variants))]
+            if not summary.empty:
+                sub = summary[(summary["setting"] == setting) & (summary["metric"] == metric)]
+                sub = sub.groupby("variant")[["mean", "std"]].mean()
+                means = [sub["mean"].get(v, math.nan) for v in variants]
+                stds = [sub["std"].get(v, math.nan) for v in variants]
+                ax.bar(
+                    xs,
+                    means,
+                    width,
+                    yerr=[0 if pd.isna(s) else s for s in stds],
+                    capsize=2,
+                    label=f"ours {split}",
+                )
+            p = paper[(paper["setting"] == setting) & (paper["metric"] == metric)]
+            pv = p.set_index("variant")["value"]
+            ax.scatter(
+                xs,
+                [pv.get(v, math.nan) for v in variants],
+                marker="x",
+                color="red" if j == 0 else "darkred",
+                zorder=3,
+                label=f"paper {split}",
+            )
+        ax.set_xticks(range(len(variants)), variants, rotation=30, ha="right")
+        ax.set_title(metric + (" (%)" if metric == "accuracy" else ""))
+        ax.legend(fontsize="x-small")
+    return _save(fig, out_dir, name), fig
+
+
+def figure_memory_cost(
+    summary: pd.DataFrame, out_dir: str | Path, name: str = "fig3abc_memory_cost.png"
+):
+    """Fig. 3(a-c): global records, retrieved entries and memory tokens per call by variant."""
+    import matplotlib.pyplot as plt
+
+    paper = paper_rows(["table12"])
+    metrics = list(MEMORY_COST)
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.4))
+    for ax, metric in zip(axes, metrics, strict=True):
+        variants = list(SCOPE_VARIANTS)
+        if not summary.empty:
+            sub = summary[summary["metric"] == metric].groupby("variant")["mean"].mean()
+            ax.bar(range(len(variants)), [sub.get(v, math.nan) for v in variants], label="ours")
+        pv = paper[paper["metric"] == metric].set_index("variant")["value"]
+        ax.scatter(
+            range(len(variants)),
+            [pv.get(v, math.nan) for v in variants],
+            marker="x",
+            color="red",
+            zorder=3,
+            label="paper",
+        )
+        ax.set_xticks(range(len(variants)), variants, rotation=30, ha="right")
+        ax.set_title(metric)
+        ax.legend(fontsize="x-small")
+    return _save(fig, out_dir, name), fig
+
+
+def figure_budget(summary: pd.DataFrame, out_dir: str | Path, name: str = "fig3d_budget.png"):
+    """Fig. 3(d): accuracy vs interaction budget for each method, one panel per split."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
+    for ax, split in zip(axes, ("familiar", "heldout"), strict=True):
+        sub = summary[
+            (summary["setting"] == f"alfworld_{split}") & (summary["metric"] == "accuracy")
+        ]
+        for (variant, backbone), grp in sub.groupby(["variant", "backbone"]):
+            grp = grp.sort_values("step_budget")
+            ax.errorbar(
+                grp["step_budget"],
+                grp["mean"],
+                yerr=grp["std"].fillna(0),
+                marker="o",
+                capsize=2,
+                label=f"{variant} ({backbone})",
+            )
+        ax.set_xlabel("interaction budget (steps)")
+        ax.set_ylabel("accuracy (%)")
+        ax.set_title(f"ALFWorld {split}")
+        ax.legend(fontsize="x-small")
+    return _save(fig, out_dir, name), fig
+
+
+def deltas_from(summary: pd.DataFrame, control: str = "memco") -> pd.DataFrame:
+    """Fig. 5: each variant minus ``control`` (accuracy in pp, steps), per setting/backbone."""
+    sub = summary[summary["metric"].isin(["accuracy", "steps"])]
+    if sub.empty:
+        return pd.DataFrame(columns=["setting", "backbone", "variant", "metric", "delta"])
+    wide = sub.pivot_table(
+        index=["setting", "backbone", "metric"], columns="variant", values="mean"
+    )
+    if control not in wide.columns:
+        return pd.DataFrame(columns=["setting", "backbone", "variant", "metric", "delta"])
+    delta = wide.drop(columns=control).sub(wide[control], axis=0)
+    out = delta.stack().rename("delta").reset_index()
+    return out
+
+
+def figure_deltas(deltas: pd.DataFrame, out_dir: str | Path, name: str = "fig5_facets.png"):
+    """Fig. 5: bars of Δaccuracy (pp) and Δsteps from full MemCo per variant and split."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
+    width = 0.38
+    for ax, metric in zip(axes, ("accuracy", "steps"), strict=True):
+        variants = [v for v in FACET_VARIANTS if v in set(deltas["variant"])] or list(
+            FACET_VARIANTS
+        )
+        for j, split in enumerate(("familiar", "heldout")):
+            sub = (
+                deltas[(deltas["setting"] == f"alfworld_{split}") & (deltas["metric"] == metric)]
+                .groupby("variant")["delta"]
+                .mean()
+            )
+            ax.bar(
+                [i + (j - 0.5) * width for i in range(len(variants))],
+                [sub.get(v, math.nan) for v in variants],
+                width,
+                label=split,
+            )
+        ax.axhline(0, color="black", lw=0.8)
+        ax.set_xticks(range(len(variants)), variants, rotation=30, ha="right")
+        ax.set_title("Δ accuracy (pp)" if metric == "accuracy" else "Δ steps")
+        ax.legend(fontsize="x-small")
+    return _save(fig, out_dir, name), fig
+
+
+def write_table(df: pd.DataFrame, out_dir: str | Path, name: str) -> Path:
+    """Write ``df`` as ``<name>.csv`` into ``out_dir`` (index kept when it is not a range)."""
+    path = Path(out_dir) / f"{name}.csv"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    df.to_csv(path, index=not isinstance(df.index, pd.RangeIndex))
+    return path
