@@ -21,6 +21,7 @@ Low information ``A_info`` rejects a record when:
 - a workflow has fewer than two distinct non-generic actions;
 - a type that needs a condition (``precondition``, ``actionable``, a one-action ``repair``)
   has an empty or start-only condition (``start``, ``none``, ``unknown``);
+- a ``repair`` or ``precondition`` is conditioned on a generic action (``after look``);
 - the outcome is empty or uninformative (``none``, ``unknown``).
 """
 
@@ -76,4 +77,6 @@ def informative(form: AbstractForm) -> bool:
         return False
     if _needs_condition(form) and form.condition.strip().lower() in EMPTY_CONDITIONS:
         return False
+    if form.type in ("repair", "precondition") and is_generic(form.condition):
+        return False  # "after `look`": a generic action is no condition
     return form.outcome.strip().lower() not in EMPTY_OUTCOMES

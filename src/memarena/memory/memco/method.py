@@ -26,6 +26,7 @@ from typing import Any
 
 from memarena.core import ConfigError, MemoryContext, MemoryQuery, Outcome, Trajectory
 from memarena.memory.base import BaseMemory
+from memarena.memory.memco.base import Entry
 from memarena.memory.memco.compose import compose, concat_context
 from memarena.memory.memco.global_memory import GlobalSnapshot, rebuild
 from memarena.memory.memco.graph import LocalGraph
@@ -42,7 +43,7 @@ from memarena.memory.memco.retrieval import (
     RetrievalSettings,
     global_pool,
     local_pool,
-    retrieve_both,
+    retrieve_pools,
 )
 from memarena.memory.memco.roles import adapter_for
 
@@ -145,6 +146,8 @@ class MemCo(BaseMemory):
         self._dirty = False
         self._view: str | None = None
         self._calls = self._entries = self._words = 0  # retrieval cost since freeze()
+        self._entries_cache: dict[str, list[Entry]] = {}
+        self._global_cache: list[Entry] | None = None
 
     # -- memory construction (no LLM call) -------------------------------------------------
     def _observe(self, trajectory: Trajectory, outcome: Outcome) -> None:
@@ -160,6 +163,7 @@ class MemCo(BaseMemory):
         roles = self.adapter.roles(task)
         for record in local.store:
             record.extra.setdefault("roles", roles)
+        self._entries_cache.pop(task.domain, None)
         self._dirty = True
 
     def rebuild_global(self) -> GlobalSnapshot:
@@ -171,6 +175,7 @@ class MemCo(BaseMemory):
             threshold=self.threshold,
             rule=self.promotion,
         )
+        self._global_cache = None
         self._dirty = False
         return self.global_memory
 
@@ -193,26 +198,24 @@ class MemCo(BaseMemory):
             self.rebuild_global()
         agent = self._view if self._view is not None else query.task.domain
         local = self.locals.get(agent) if self.use_local else None
-        records = list(local.store) if local else []
-        global_records = list(self.global_memory) if self.use_global else []
-        if not records and not global_records:
+        record_entries = self._record_entries(agent) if local is not None else []
+        global_entries = self._global_entries() if self.use_global else []
+        if not record_entries and not global_entries:
             self._calls += 1
             return MemoryContext.empty()
         q = build_query(query, self.adapter)
         transitions = (
             local.graph.neighborhood(q.state, self.max_transitions) if local is not None else []
         )
+        local_entries = record_entries + local_pool([], transitions)
         if self.composition == "concat":
             composed = concat_context(
-                local_pool(records, transitions),
-                global_pool(global_records),
-                self.settings.k_local,
-                self.settings.k_global,
+                local_entries, global_entries, self.settings.k_local, self.settings.k_global
             )
         else:
             embedder = self.services.embedder if self.settings.scorer == "cosine" else None
-            picked = retrieve_both(
-                q, records, transitions, global_records, self.adapter, self.settings, embedder
+            picked = retrieve_pools(
+                q, local_entries, global_entries, self.adapter, self.settings, embedder
             )
             composed = compose(
                 picked.local, picked.global_, q, self.adapter, self.max_items_per_role
@@ -234,6 +237,17 @@ class MemCo(BaseMemory):
             "mem_words_per_call": self._words / calls,
         }
 
+    def _record_entries(self, agent: str) -> list[Entry]:
+        """The agent's records as retrieval entries, converted once per memory change."""
+        if agent not in self._entries_cache:
+            self._entries_cache[agent] = local_pool(self.locals[agent].store, [])
+        return self._entries_cache[agent]
+
+    def _global_entries(self) -> list[Entry]:
+        if self._global_cache is None:
+            self._global_cache = global_pool(self.global_memory)
+        return self._global_cache
+
     # -- snapshots ---------------------------------------------------------------------------
     def freeze(self) -> None:
         if self._dirty:
@@ -252,6 +266,7 @@ class MemCo(BaseMemory):
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.locals = {a: LocalMemory.from_dict(d) for a, d in state["agents"].items()}
+        self._entries_cache.clear()
         self.rebuild_global()  # with the current alpha / threshold / promotion rule
 
     def summary(self) -> dict[str, Any]:

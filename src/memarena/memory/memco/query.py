@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from memarena.core.types import MemoryQuery, Step
 from memarena.memory.memco.base import RoleAdapter
@@ -26,14 +27,16 @@ from memarena.memory.memco.base import RoleAdapter
 _TOKEN = re.compile(r"[a-z0-9]+")
 
 
+@lru_cache(maxsize=65536)
 def norm(text: str) -> str:
     """Lowercased, whitespace-collapsed text (the common form of actions and cues)."""
     return " ".join(text.lower().split())
 
 
-def tokens(text: str) -> list[str]:
-    """Lowercase alphanumeric tokens of ``text``."""
-    return _TOKEN.findall(text.lower())
+@lru_cache(maxsize=65536)
+def tokens(text: str) -> tuple[str, ...]:
+    """Lowercase alphanumeric tokens of ``text`` (cached: the same strings recur every step)."""
+    return tuple(_TOKEN.findall(text.lower()))
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 PATTERN_TYPES = ("workflow", "precondition", "repair", "failure")
@@ -88,8 +89,9 @@ class Record:
     ledger: dict[str, set[str]] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
 
-    @property
+    @cached_property
     def key(self) -> str:
+        """The record key (its relation; computed once, the relation fields never change)."""
         return relation_signature(self.type, self.condition, self.actions, self.outcome)
 
     @property

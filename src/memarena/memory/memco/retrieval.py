@@ -12,7 +12,8 @@ all steps are done); for ``precondition`` / ``repair`` the last step (the action
 condition); otherwise the first step. It is *available* when ``q.admissible`` is None, or when it
 is one of ``q.admissible`` (local: exact normalized match; global:
 ``adapter.bind_action(abstract, q.roles, q.admissible)`` is not None). *Warnings* are ``failure``,
-``reflection`` and graph transitions that stalled or carry a failure label.
+``reflection``, ``actionable`` relations whose outcome is a failure or no effect, and graph
+transitions that stalled or carry a failure label.
 
 Facets (outer weights 1; ``r = r_x + r_p + r_g`` over ``settings.facets``):
 
@@ -38,8 +39,9 @@ Facets (outer weights 1; ``r = r_x + r_p + r_g`` over ``settings.facets``):
   (``extra["roles"]``) another entity for that role; 0 without goal roles.
 
 Hard filters (before ranking): ``s_state`` facts with more mismatches than matches; a global
-step whose roles cannot be bound; a non-warning single-action entry whose next action is not
-available. Plans keep a non-available next step (it only scores ``s_act = -1``).
+step whose roles cannot be bound; a ``case`` or ``reflection`` recorded for other goal entities
+(instance-specific); a non-warning single-action entry whose next action is not available.
+Plans keep a non-available next step (it only scores ``s_act = -1``).
 
 Full rank ``s = r + d_ev + d_bind + d_src - p_soft``:
 
@@ -67,6 +69,7 @@ import hashlib
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Any, Protocol
 
 import numpy as np
@@ -114,9 +117,15 @@ class RetrievalSettings:
 # ---------------------------------------------------------------- pool construction
 
 
+GOOD_OUTCOMES = ("progress", "state_change", "success")
+
+
 def is_warning(entry: Entry) -> bool:
-    """Failures, reflections and stalled/failed graph transitions warn; they are not plans."""
-    return entry.kind in ("failure", "reflection") or bool(entry.extra.get("warning"))
+    """Failures, reflections, actionable relations whose outcome is a failure or no effect, and
+    stalled/failed graph transitions warn; they are not plans."""
+    if entry.kind in ("failure", "reflection") or entry.extra.get("warning"):
+        return True
+    return entry.kind == "actionable" and entry.outcome not in GOOD_OUTCOMES
 
 
 def support_role(entry: Entry) -> str:
@@ -281,10 +290,12 @@ def _bind(adapter: RoleAdapter, abstract: str, roles: dict[str, str], adm: list[
 # ---------------------------------------------------------------- facets
 
 
-def content_tokens(text: str) -> set[str]:
-    return {t for t in tokens(text) if t not in _STOP and not t.isdigit()}
+@lru_cache(maxsize=65536)
+def content_tokens(text: str) -> frozenset[str]:
+    return frozenset(t for t in tokens(text) if t not in _STOP and not t.isdigit())
 
 
+@lru_cache(maxsize=65536)
 def _facts(text: str) -> dict[str, frozenset[str]]:
     out: dict[str, frozenset[str]] = {}
     for part in re.split(r"[;|\n]", text):
@@ -409,13 +420,23 @@ def soft_penalty(entry: Entry, q: DecisionQuery, g: Grounding, mismatches: int) 
     return (1.0 if stale else 0.0) + (0.5 if mismatches else 0.0)
 
 
+def _role_conflict(entry: Entry, q: DecisionQuery) -> bool:
+    recorded = entry.extra.get("roles") or {}
+    return any(
+        role in recorded and norm(recorded[role]) != entity for role, entity in q.roles.items()
+    )
+
+
 def hard_filtered(entry: Entry, q: DecisionQuery, g: Grounding) -> bool:
-    """Applicability constraints: contradicted condition, unbindable role, unavailable action."""
+    """Applicability constraints: contradicted condition, unbindable role, a case or reflection
+    of a task with other goal entities, unavailable action."""
     _, match, miss = state_match(_state_condition(entry, q), q.state)
     if miss > match:
         return True
     if not g.roles_ok:
         return True
+    if entry.kind in ("case", "reflection") and _role_conflict(entry, q):
+        return True  # an instance-specific record of a task with other goal entities
     single = entry.kind not in PLAN_KINDS and not is_warning(entry)
     return single and g.next_action is not None and q.admissible is not None and g.bound is None
 
@@ -457,6 +478,14 @@ def _dedupe_key(entry: Entry) -> tuple:
     return (support_role(entry), steps, cond) if steps else (support_role(entry), norm(entry.text))
 
 
+def _unavailable_local(entry: Entry, admissible: set[str]) -> bool:
+    """A local single-action entry (not a plan, not a warning) whose action is not admissible:
+    exactly what :func:`hard_filtered` removes, checked cheaply first."""
+    if entry.source != "local" or entry.kind in PLAN_KINDS or not entry.actions:
+        return False
+    return not is_warning(entry) and norm(entry.actions[-1]) not in admissible
+
+
 def score_entries(
     q: DecisionQuery,
     entries: list[Entry],
@@ -471,7 +500,10 @@ def score_entries(
             prog, stall = graph.get(e.actions[0], (False, False))
             graph[e.actions[0]] = (prog or e.extra["progressed"], stall or e.evidence[2] > 0)
     kept: list[tuple[Entry, Grounding]] = []
+    admissible = set(q.admissible) if q.admissible is not None else None
     for entry in entries:
+        if admissible is not None and _unavailable_local(entry, admissible):
+            continue  # the hard filter below, decided without grounding (most of a large pool)
         g = ground(entry, q, adapter)
         if not hard_filtered(entry, q, g):
             kept.append((entry, g))
@@ -563,9 +595,22 @@ def retrieve_both(
     embedder: Embedder | None = None,
 ) -> Retrieved:
     """Eq. 7: ``S^l = R(q, M^l, k^l)`` and ``S^g = R(q, M^g, k^g)``, retrieved separately."""
+    return retrieve_pools(
+        q, local_pool(records, transitions), global_pool(global_records), adapter, settings,
+        embedder,
+    )  # fmt: skip
+
+
+def retrieve_pools(
+    q: DecisionQuery,
+    local_entries: list[Entry],
+    global_entries: list[Entry],
+    adapter: RoleAdapter,
+    settings: RetrievalSettings | None = None,
+    embedder: Embedder | None = None,
+) -> Retrieved:
+    """:func:`retrieve_both` on pools already converted to entries (cached by the method)."""
     settings = settings or RetrievalSettings()
-    local = retrieve(
-        q, local_pool(records, transitions), settings.k_local, settings, adapter, embedder
-    )
-    glob = retrieve(q, global_pool(global_records), settings.k_global, settings, adapter, embedder)
+    local = retrieve(q, local_entries, settings.k_local, settings, adapter, embedder)
+    glob = retrieve(q, global_entries, settings.k_global, settings, adapter, embedder)
     return Retrieved(local, glob)

@@ -24,6 +24,7 @@ Role mapping per env:
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from memarena.core.types import Task
 
@@ -80,7 +81,10 @@ class GenericAdapter:
         return ROLE.sub(lambda m: roles[m.group(1)], abstract)
 
     def pattern(self, abstract: str, roles: dict[str, str]) -> re.Pattern | None:
-        """A regex matching the concrete actions whose abstraction is ``abstract``."""
+        """A regex matching the concrete actions whose abstraction is ``abstract`` (cached)."""
+        return _pattern(self, abstract, tuple(sorted(roles.items())))
+
+    def _pattern(self, abstract: str, roles: dict[str, str]) -> re.Pattern | None:
         parts = []
         for token in abstract.split():
             pieces = re.split(r"(<[a-z][a-z0-9_]*>)", token)
@@ -102,10 +106,25 @@ class GenericAdapter:
         pattern = self.pattern(abstract, roles)
         if pattern is None:
             return None
+        key = tuple(sorted(roles.items()))
         for action in admissible:
-            if pattern.fullmatch(_norm(action)) and self.abstract_action(action, roles) == abstract:
+            if pattern.fullmatch(_norm(action)) and _abstract(self, action, key) == abstract:
                 return action
         return None
+
+
+@lru_cache(maxsize=65536)
+def _pattern(
+    adapter: GenericAdapter, abstract: str, roles: tuple[tuple[str, str], ...]
+) -> re.Pattern | None:
+    return adapter._pattern(abstract, dict(roles))
+
+
+@lru_cache(maxsize=65536)
+def _abstract(
+    adapter: GenericAdapter, action: str, roles: tuple[tuple[str, str], ...]
+) -> str | None:
+    return adapter.abstract_action(action, dict(roles))
 
 
 class AlfWorldAdapter(GenericAdapter):

@@ -1,0 +1,209 @@
+"""MemCo as a memory method: per-domain agents, global rebuild, per-agent evaluation views,
+snapshots, the rendered decision summary, and `python run.py` (scripted) on PDDL, ALFWorld and
+the FEVER smoke set, plus an ablation evaluated on a saved snapshot without acquisition."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, run_py
+from memarena.core import ConfigError
+from memarena.core.types import Feedback, MemoryQuery, Observation, Outcome, Step, Task, Trajectory
+from memarena.memory.memco import MemCo
+from memarena.memory.memco.inspect import describe, load_snapshot
+
+GOAL = "Your task is to: put a clean mug in cabinet."
+
+
+def trajectory(domain: str, i: int, success: bool = True) -> Trajectory:
+    """An ALFWorld-like episode: go to countertop, take mug, clean it, put it in a cabinet."""
+    task = Task(f"alfworld/{domain}/train/{i:04d}", "alfworld", "train", domain, GOAL, {})
+    ok = Feedback(True, True, None)
+    moves = [
+        ("go to countertop 1", "You arrive at countertop 1. On it you see a mug 1.", 0.0, ok),
+        ("take mug 1 from countertop 1", "You pick up the mug 1 from the countertop 1.", 0.25, ok),
+        ("go to sinkbasin 1", "You arrive at sinkbasin 1.", 0.25, ok),
+        ("clean mug 1 with sinkbasin 1", "You clean the mug 1 using the sinkbasin 1.", 0.5, ok),
+        ("go to cabinet 2", "You arrive at cabinet 2. The cabinet 2 is open.", 0.5, ok),
+    ]
+    if success:
+        moves.append(("move mug 1 to cabinet 2", "You move the mug 1 to the cabinet 2.", 1.0, ok))
+    else:
+        moves.append(("look", "Nothing happens.", 0.5, Feedback(True, False, "no_effect")))
+    steps = [Step(a, o, 0.0, p, fb) for a, o, p, fb in moves]
+    return Trajectory(task, "You are in the middle of a room.", steps)
+
+
+def outcome(traj: Trajectory, success: bool = True) -> Outcome:
+    status = "success" if success else "budget"
+    return Outcome(success, traj.steps[-1].progress, len(traj.steps), status)
+
+
+def acquired(n: int = 3) -> MemCo:
+    memory = MemCo(env_name="alfworld")
+    for domain in ("kitchen", "bathroom"):
+        for i in range(n):
+            traj = trajectory(domain, i)
+            memory.observe(traj, outcome(traj))
+    return memory
+
+
+def query(step: int = 0, domain: str = "kitchen") -> MemoryQuery:
+    task = Task(f"alfworld/{domain}/valid_seen/0001", "alfworld", "valid_seen", domain, GOAL, {})
+    actions = ["go to countertop 1", "go to sinkbasin 1", "go to cabinet 2", "look", "inventory"]
+    return MemoryQuery(task, Observation("You are in the middle of a room.", GOAL, actions), step)
+
+
+def test_agents_are_source_domains_and_global_memory_is_rebuilt():
+    memory = acquired()
+    assert sorted(memory.locals) == ["bathroom", "kitchen"]
+    assert memory.eval_views() == ["bathroom", "kitchen"]
+    memory.freeze()
+    summary = memory.summary()
+    assert summary["agents"]["kitchen"]["graph"]["episodes"] == 3
+    assert summary["agents"]["kitchen"]["records"]["workflow"] == 1
+    # the workflow (take, clean, move) has 3 supporting episodes in each agent: n+ = 6, W > 0.35
+    workflows = [r for r in memory.global_memory if r.type == "workflow"]
+    assert len(workflows) == 1 and workflows[0].n_pos == 6 and workflows[0].n_neg == 0
+    assert workflows[0].sources == ["bathroom", "kitchen"]
+    assert "<object>" in " ".join(workflows[0].actions)  # the mug is the task's object role
+
+
+def test_replaying_an_episode_changes_nothing():
+    memory = acquired()
+    before = json.dumps(memory.state_dict(), sort_keys=True)
+    traj = trajectory("kitchen", 0)
+    memory.observe(traj, outcome(traj))  # the pipeline replays finished episodes on resume
+    assert json.dumps(memory.state_dict(), sort_keys=True) == before
+
+
+def test_failed_episodes_contradict_the_workflow():
+    memory = acquired()
+    for i in range(10, 14):
+        traj = trajectory("kitchen", i, success=False)
+        memory.observe(traj, outcome(traj, success=False))
+    memory.rebuild_global()
+    # the failed episodes progress through take and clean only: a different (shorter) workflow
+    # stem; the success workflow keeps its evidence; failure records of 'look' appear locally
+    kitchen = memory.locals["kitchen"].counts()
+    assert kitchen["failure"] >= 1 and kitchen["reflection"] == 1
+
+
+def test_retrieval_renders_the_decision_summary_per_view():
+    memory = acquired()
+    memory.freeze()
+    memory.set_view("bathroom")
+    context = memory.retrieve(query())
+    text = context.slots["memco"]
+    labels = [line.split(":")[0] for line in text.splitlines()[1:]]
+    assert labels == ["Current phase", "Current state", "Local memory", "Global memory",
+                      "Failure memory", "Next priority", "Confidence / caveat"]
+    assert context.memory_ids and memory.metrics()["retrieval_calls"] == 1
+    assert "go to countertop 1" in text
+    with pytest.raises(ConfigError, match="no agent 'attic'"):
+        memory.set_view("attic")
+
+
+def test_snapshot_reload_rebuilds_global_with_current_threshold():
+    memory = acquired(n=2)
+    state = json.loads(json.dumps(memory.state_dict()))
+    strict = MemCo(env_name="alfworld", threshold=0.6)
+    strict.load_state_dict(state)
+    loose = MemCo(env_name="alfworld", threshold=0.25)
+    loose.load_state_dict(state)
+    assert len(strict.global_memory) < len(loose.global_memory)
+    assert strict.locals["kitchen"].to_dict() == memory.locals["kitchen"].to_dict()
+
+
+def test_ablation_switches_change_what_is_retrieved():
+    state = acquired().state_dict()
+    texts = {}
+    for name, kwargs in {
+        "full": {},
+        "local_only": {"use_global": False},
+        "global_only": {"use_local": False},
+        "concat": {"composition": "concat"},
+        "zero": {"facets": []},
+        "bm25": {"scorer": "bm25"},
+    }.items():
+        memory = MemCo(env_name="alfworld", **kwargs)
+        memory.load_state_dict(state)
+        memory.set_view(memory.eval_views()[0])
+        texts[name] = memory.retrieve(query()).slots.get("memco", "")
+    assert all(texts.values())
+    assert texts["concat"] != texts["full"] and texts["local_only"] != texts["global_only"]
+    assert MemCo(env_name="alfworld", use_local=False).eval_views() == [None]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"promotion": "vote"}, "method.promotion='vote'"),
+        ({"composition": "all"}, "method.composition='all'"),
+        ({"threshold": 1.5}, "method.threshold=1.5"),
+        ({"use_local": False, "use_global": False}, "both false"),
+        ({"facets": ["q"]}, "subset of"),
+    ],
+)
+def test_bad_settings_are_named(kwargs, message):
+    with pytest.raises(ConfigError, match=message):
+        MemCo(env_name="alfworld", **kwargs)
+
+
+def test_inspection_report():
+    memory = acquired()
+    text = describe(memory.state_dict(), top=5)
+    assert "kitchen: graph" in text and "Global memory:" in text and "W=" in text
+
+
+# -- python run.py ---------------------------------------------------------------------------------
+def _run(tmp: Path, *args: str) -> dict:
+    proc = run_py(["method=memco", "backbone=scripted", "logger=none",
+                   f"paths.results_dir={tmp}", f"paths.cache_dir={ROOT}/.cache", *args])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (path,) = tmp.rglob("metrics.json")
+    log = proc.stdout + proc.stderr
+    return {"metrics": json.loads(path.read_text()), "dir": path.parent, "log": log}
+
+
+@pytest.fixture(scope="module")
+def pddl_run(tmp_path_factory) -> dict:
+    return _run(tmp_path_factory.mktemp("pddl"), "env=pddl", "backbone.epsilon=0.3",
+                "protocol.max_train_tasks=16", "protocol.max_eval_tasks=4")
+
+
+def test_run_py_memco_pddl(pddl_run):
+    metrics, run_dir = pddl_run["metrics"], pddl_run["dir"]
+    assert sorted(metrics["per_agent"]) == ["barman", "blocksworld", "gripper", "tyreworld"]
+    assert metrics["n_episodes"] == 16 and metrics["global_records"] > 0
+    state = load_snapshot(run_dir)
+    assert sorted(state["agents"]) == sorted(metrics["per_agent"])
+    assert all(a["graph"]["nodes"] for a in state["agents"].values())
+    assert state["global"]["records"]
+
+
+def test_ablation_on_a_saved_snapshot_skips_acquisition(pddl_run, tmp_path):
+    out = _run(tmp_path, "env=pddl", "backbone.epsilon=0.3", "protocol.max_train_tasks=16",
+               "protocol.max_eval_tasks=4", "ablation=memco/lambda_0.50",
+               f"protocol.snapshot_from={pddl_run['dir']}")
+    assert "evaluating on the saved snapshot" in out["log"]
+    assert not (out["dir"] / "acquisition.jsonl").exists()
+    assert out["dir"].parts[-3] == "memco+lambda_0.50"
+    assert out["metrics"]["global_records"] <= pddl_run["metrics"]["global_records"]
+
+
+def test_snapshot_from_without_a_snapshot_is_named(tmp_path):
+    proc = run_py(["method=memco", "env=pddl", "backbone=scripted", "logger=none",
+                   f"paths.results_dir={tmp_path}", f"protocol.snapshot_from={tmp_path}/nope"])
+    assert proc.returncode == 2
+    assert "holds no complete memory snapshot" in proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("env", ["alfworld", "fever"])
+def test_run_py_memco_alfworld_and_fever(env, tmp_path):
+    out = _run(tmp_path, f"env={env}")
+    assert out["metrics"]["n_episodes"] > 0 and out["metrics"]["per_agent"]
+    assert load_snapshot(out["dir"])["agents"]
