@@ -164,7 +164,12 @@ def test_keyed_state_facts_and_hard_filters():
     s = scored(q, [ok, weak, contra, unavailable, warning])
     assert f"local:{contra.key}" not in s  # required fact contradicts the state
     assert f"local:{unavailable.key}" not in s  # action not admissible
-    assert f"local:{warning.key}" in s  # warnings skip the admissibility filter
+    # a warning about an action nobody can take now is filtered; about the one that just
+    # failed, it is kept (and warns not to retry it)
+    assert f"local:{warning.key}" not in s
+    q_failed = make_query(state="loc=bathroom; holding=soap", admissible=ADMISSIBLE,
+                          last_failed="open cabinet")
+    assert f"local:{warning.key}" in scored(q_failed, [warning])
     assert s[f"local:{ok.key}"].facets["x"] == 2.0  # 1/1 fact + available
     # weak: 1 match (loc) - 1 mismatch (holding), visible absent -> 0/3; + available -> 1
     w = s[f"local:{weak.key}"]

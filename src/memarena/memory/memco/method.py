@@ -159,9 +159,10 @@ class MemCo(BaseMemory):
         episode = task.id
         if not local.graph.add_episode(transitions, episode):
             return  # already merged (a replay on resume)
+        known = len(local.store)
         induce(transitions, outcome.success, task.goal, local.store, episode, scope=task.domain)
         roles = self.adapter.roles(task)
-        for record in local.store:
+        for record in list(local.store.records.values())[known:]:  # the records it created
             record.extra.setdefault("roles", roles)
         self._entries_cache.pop(task.domain, None)
         self._dirty = True

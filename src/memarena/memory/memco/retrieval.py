@@ -40,7 +40,8 @@ Facets (outer weights 1; ``r = r_x + r_p + r_g`` over ``settings.facets``):
 
 Hard filters (before ranking): ``s_state`` facts with more mismatches than matches; a global
 step whose roles cannot be bound; a ``case`` or ``reflection`` recorded for other goal entities
-(instance-specific); a non-warning single-action entry whose next action is not available.
+(instance-specific); a single-action entry whose next action is not available, except a warning
+about the action that just failed.
 Plans keep a non-available next step (it only scores ``s_act = -1``).
 
 Full rank ``s = r + d_ev + d_bind + d_src - p_soft``:
@@ -437,8 +438,13 @@ def hard_filtered(entry: Entry, q: DecisionQuery, g: Grounding) -> bool:
         return True
     if entry.kind in ("case", "reflection") and _role_conflict(entry, q):
         return True  # an instance-specific record of a task with other goal entities
-    single = entry.kind not in PLAN_KINDS and not is_warning(entry)
-    return single and g.next_action is not None and q.admissible is not None and g.bound is None
+    if q.admissible is None or g.next_action is None or g.bound is not None:
+        return False
+    if entry.kind in PLAN_KINDS or entry.kind == "reflection":
+        return False
+    # an unavailable action: a plan step is filtered; a warning only when it is not about the
+    # action that just failed (a warning about an action nobody can take now says nothing)
+    return not is_warning(entry) or norm(g.next_action) != (q.last_failed or "")
 
 
 # ---------------------------------------------------------------- selection
@@ -478,12 +484,19 @@ def _dedupe_key(entry: Entry) -> tuple:
     return (support_role(entry), steps, cond) if steps else (support_role(entry), norm(entry.text))
 
 
-def _unavailable_local(entry: Entry, admissible: set[str]) -> bool:
-    """A local single-action entry (not a plan, not a warning) whose action is not admissible:
-    exactly what :func:`hard_filtered` removes, checked cheaply first."""
-    if entry.source != "local" or entry.kind in PLAN_KINDS or not entry.actions:
+def _unavailable(entry: Entry, admissible: set[str], verbs: set[str], last_failed: str) -> bool:
+    """A single-action entry (not a plan, not a warning) whose action cannot be admissible:
+    local: not in the list; global: no admissible action starts with its verb. Exactly what
+    :func:`hard_filtered` removes, checked cheaply before grounding."""
+    if entry.kind in PLAN_KINDS or entry.kind == "reflection" or not entry.actions:
         return False
-    return not is_warning(entry) and norm(entry.actions[-1]) not in admissible
+    action = norm(entry.actions[-1])
+    if is_warning(entry):
+        return entry.source == "local" and action not in admissible and action != last_failed
+    if entry.source == "local":
+        return action not in admissible
+    verb = action.split(" ", 1)[0]
+    return not verb.startswith("<") and verb not in verbs
 
 
 def score_entries(
@@ -501,8 +514,9 @@ def score_entries(
             graph[e.actions[0]] = (prog or e.extra["progressed"], stall or e.evidence[2] > 0)
     kept: list[tuple[Entry, Grounding]] = []
     admissible = set(q.admissible) if q.admissible is not None else None
+    verbs = {a.split(" ", 1)[0] for a in admissible} if admissible is not None else set()
     for entry in entries:
-        if admissible is not None and _unavailable_local(entry, admissible):
+        if admissible is not None and _unavailable(entry, admissible, verbs, q.last_failed or ""):
             continue  # the hard filter below, decided without grounding (most of a large pool)
         g = ground(entry, q, adapter)
         if not hard_filtered(entry, q, g):
