@@ -104,6 +104,7 @@ def test_cluster_launchers_compose(launcher):
 def test_embedded_model_end_to_end(tmp_path):
     proc = run_py(
         [
+            "env=pddl",
             "method=icl",
             "protocol.max_train_tasks=2",
             "protocol.max_eval_tasks=2",

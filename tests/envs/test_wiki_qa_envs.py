@@ -198,6 +198,7 @@ def test_run_py_on_the_smoke_sets(env, tmp_path):
             "method=none",
             "backbone=scripted",
             "logger=none",
+            "protocol.max_eval_tasks=8",
             f"paths.results_dir={tmp_path}",
             f"paths.cache_dir={tmp_path}/cache",
         ]
