@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from memarena.core import ConfigError, MemoryContext, MemoryQuery, Outcome, Trajectory
 from memarena.memory.base import BaseMemory
-from memarena.memory.memco.base import Entry
 from memarena.memory.memco.compose import compose, concat_context
 from memarena.memory.memco.global_memory import GlobalSnapshot, rebuild
 from memarena.memory.memco.graph import LocalGraph
@@ -40,8 +40,11 @@ from memarena.memory.memco.query import build_query
 from memarena.memory.memco.records import RecordStore
 from memarena.memory.memco.retrieval import (
     FACETS,
+    PoolIndex,
     RetrievalSettings,
+    candidates,
     global_pool,
+    index_pool,
     local_pool,
     retrieve_pools,
 )
@@ -146,8 +149,8 @@ class MemCo(BaseMemory):
         self._dirty = False
         self._view: str | None = None
         self._calls = self._entries = self._words = 0  # retrieval cost since freeze()
-        self._entries_cache: dict[str, list[Entry]] = {}
-        self._global_cache: list[Entry] | None = None
+        self._entries_cache: dict[str, PoolIndex] = {}
+        self._global_cache: PoolIndex | None = None
 
     # -- memory construction (no LLM call) -------------------------------------------------
     def _observe(self, trajectory: Trajectory, outcome: Outcome) -> None:
@@ -199,24 +202,32 @@ class MemCo(BaseMemory):
             self.rebuild_global()
         agent = self._view if self._view is not None else query.task.domain
         local = self.locals.get(agent) if self.use_local else None
-        record_entries = self._record_entries(agent) if local is not None else []
-        global_entries = self._global_entries() if self.use_global else []
-        if not record_entries and not global_entries:
+        record_entries = self._record_entries(agent) if local is not None else PoolIndex()
+        global_entries = self._global_entries() if self.use_global else PoolIndex()
+        if not len(record_entries) and not len(global_entries):
             self._calls += 1
             return MemoryContext.empty()
         q = build_query(query, self.adapter)
         transitions = (
             local.graph.neighborhood(q.state, self.max_transitions) if local is not None else []
         )
-        local_entries = record_entries + local_pool([], transitions)
-        if self.composition == "concat":
+        transition_entries = local_pool([], transitions)
+        if self.composition == "concat":  # the whole pools, no query-guided filtering
             composed = concat_context(
-                local_entries, global_entries, self.settings.k_local, self.settings.k_global
+                candidates(record_entries, replace(q, admissible=None), None) + transition_entries,
+                candidates(global_entries, replace(q, admissible=None), None),
+                self.settings.k_local,
+                self.settings.k_global,
             )
         else:
             embedder = self.services.embedder if self.settings.scorer == "cosine" else None
             picked = retrieve_pools(
-                q, local_entries, global_entries, self.adapter, self.settings, embedder
+                q,
+                candidates(record_entries, q, self.adapter) + transition_entries,
+                candidates(global_entries, q, self.adapter),
+                self.adapter,
+                self.settings,
+                embedder,
             )
             composed = compose(
                 picked.local, picked.global_, q, self.adapter, self.max_items_per_role
@@ -238,15 +249,15 @@ class MemCo(BaseMemory):
             "mem_words_per_call": self._words / calls,
         }
 
-    def _record_entries(self, agent: str) -> list[Entry]:
-        """The agent's records as retrieval entries, converted once per memory change."""
+    def _record_entries(self, agent: str) -> PoolIndex:
+        """The agent's records as indexed retrieval entries, built once per memory change."""
         if agent not in self._entries_cache:
-            self._entries_cache[agent] = local_pool(self.locals[agent].store, [])
+            self._entries_cache[agent] = index_pool(local_pool(self.locals[agent].store, []))
         return self._entries_cache[agent]
 
-    def _global_entries(self) -> list[Entry]:
+    def _global_entries(self) -> PoolIndex:
         if self._global_cache is None:
-            self._global_cache = global_pool(self.global_memory)
+            self._global_cache = index_pool(global_pool(self.global_memory))
         return self._global_cache
 
     # -- snapshots ---------------------------------------------------------------------------

@@ -78,6 +78,7 @@ import numpy as np
 from memarena.memory.memco.base import Entry, GlobalRecord, RoleAdapter
 from memarena.memory.memco.query import DecisionQuery, norm, tokens
 from memarena.memory.memco.records import Record
+from memarena.memory.memco.roles import abstract_cached
 
 FACETS = ("x", "p", "g")
 SCORERS = ("facets", "cosine", "bm25")
@@ -215,6 +216,46 @@ def local_pool(records: Iterable[Record], transitions: Iterable[dict[str, Any]])
 
 def global_pool(records: Iterable[GlobalRecord]) -> list[Entry]:
     return [global_entry(g) for g in records]
+
+
+@dataclass
+class PoolIndex:
+    """A source's entries, single-action ones indexed by action (local: the normalized action;
+    global: the role-level action), so a step only grounds entries whose action can be
+    available. Built once per memory change; :func:`candidates` gives the same entries
+    :func:`score_entries` would keep, without scanning the whole pool."""
+
+    always: list[Entry] = field(default_factory=list)
+    by_action: dict[str, list[Entry]] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.always) + sum(len(v) for v in self.by_action.values())
+
+
+def index_pool(entries: Iterable[Entry]) -> PoolIndex:
+    index = PoolIndex()
+    for e in entries:
+        planless = e.kind in PLAN_KINDS or e.kind == "reflection" or not e.actions
+        if planless or (e.source == "global" and is_warning(e)):
+            index.always.append(e)
+        else:
+            index.by_action.setdefault(norm(e.actions[-1]), []).append(e)
+    return index
+
+
+def candidates(index: PoolIndex, q: DecisionQuery, adapter: RoleAdapter | None) -> list[Entry]:
+    """The entries of ``index`` whose action may be available at this step (plus those that do
+    not depend on it); a superset of what the hard filters keep."""
+    if q.admissible is None:
+        return index.always + [e for group in index.by_action.values() for e in group]
+    keys = set(q.admissible) | ({q.last_failed} if q.last_failed else set())
+    if adapter is not None:
+        roles = tuple(sorted(q.roles.items()))
+        keys |= {a for a in (abstract_cached(adapter, x, roles) for x in q.admissible) if a}
+    out = list(index.always)
+    for key in keys:
+        out.extend(index.by_action.get(key, ()))
+    return out
 
 
 # ---------------------------------------------------------------- grounding
@@ -484,19 +525,23 @@ def _dedupe_key(entry: Entry) -> tuple:
     return (support_role(entry), steps, cond) if steps else (support_role(entry), norm(entry.text))
 
 
-def _unavailable(entry: Entry, admissible: set[str], verbs: set[str], last_failed: str) -> bool:
-    """A single-action entry (not a plan, not a warning) whose action cannot be admissible:
-    local: not in the list; global: no admissible action starts with its verb. Exactly what
-    :func:`hard_filtered` removes, checked cheaply before grounding."""
+def _unavailable(
+    entry: Entry, admissible: set[str], abstracted: set[str] | None, last_failed: str
+) -> bool:
+    """A single-action entry (not a plan) that :func:`hard_filtered` would remove, decided
+    without grounding: its action (local) or role-level action (global: ``abstracted`` holds the
+    abstractions of the admissible actions under the current roles) is not available, and, for
+    a warning, it is not the action that just failed."""
     if entry.kind in PLAN_KINDS or entry.kind == "reflection" or not entry.actions:
         return False
     action = norm(entry.actions[-1])
-    if is_warning(entry):
-        return entry.source == "local" and action not in admissible and action != last_failed
     if entry.source == "local":
-        return action not in admissible
-    verb = action.split(" ", 1)[0]
-    return not verb.startswith("<") and verb not in verbs
+        if action in admissible:
+            return False
+        return not (is_warning(entry) and action == last_failed)
+    if abstracted is None or action in abstracted:
+        return False
+    return not is_warning(entry)  # global warnings are left to grounding
 
 
 def score_entries(
@@ -514,9 +559,13 @@ def score_entries(
             graph[e.actions[0]] = (prog or e.extra["progressed"], stall or e.evidence[2] > 0)
     kept: list[tuple[Entry, Grounding]] = []
     admissible = set(q.admissible) if q.admissible is not None else None
-    verbs = {a.split(" ", 1)[0] for a in admissible} if admissible is not None else set()
+    abstracted = None
+    if admissible is not None and adapter is not None:
+        roles = tuple(sorted(q.roles.items()))
+        abstracted = {a for a in (abstract_cached(adapter, x, roles) for x in admissible) if a}
+    last_failed = q.last_failed or ""
     for entry in entries:
-        if admissible is not None and _unavailable(entry, admissible, verbs, q.last_failed or ""):
+        if admissible is not None and _unavailable(entry, admissible, abstracted, last_failed):
             continue  # the hard filter below, decided without grounding (most of a large pool)
         g = ground(entry, q, adapter)
         if not hard_filtered(entry, q, g):

@@ -108,7 +108,7 @@ class GenericAdapter:
             return None
         key = tuple(sorted(roles.items()))
         for action in admissible:
-            if pattern.fullmatch(_norm(action)) and _abstract(self, action, key) == abstract:
+            if pattern.fullmatch(_norm(action)) and abstract_cached(self, action, key) == abstract:
                 return action
         return None
 
@@ -121,9 +121,10 @@ def _pattern(
 
 
 @lru_cache(maxsize=65536)
-def _abstract(
+def abstract_cached(
     adapter: GenericAdapter, action: str, roles: tuple[tuple[str, str], ...]
 ) -> str | None:
+    """``adapter.abstract_action(action, roles)``, cached (the same actions recur every step)."""
     return adapter.abstract_action(action, dict(roles))
 
 
