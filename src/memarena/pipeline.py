@@ -88,8 +88,10 @@ def _memory_llm_factory(cfg: DictConfig, agent: Backbone):
                 "agent backbone %s is not an LLM; memory calls use %s", agent.name, mb.fallback.name
             )
             return build_part(mb.fallback)
-        spec = OmegaConf.masked_copy(mb, [k for k in mb if k != "same_as_agent"])
-        return build_part(spec)
+        # resolved first: a detached copy cannot see ${paths...} interpolations any more
+        plain = OmegaConf.to_container(mb, resolve=True)
+        plain.pop("same_as_agent", None)
+        return build_part(OmegaConf.create(plain))
 
     return build
 
@@ -341,15 +343,12 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         acquire(parts, cfg, policy)
         if cfg.protocol.freeze_during_eval:
             parts.memory.freeze()
-        memory_llm = parts.services.llm_if_built
-        before = (
-            memory_llm.usage.prompt_tokens + memory_llm.usage.completion_tokens if memory_llm else 0
-        )
+        before = parts.memory.own_tokens()
         records = evaluate(parts, cfg)
         memory_llm = parts.services.llm_if_built
-        after = (
-            memory_llm.usage.prompt_tokens + memory_llm.usage.completion_tokens if memory_llm else 0
-        )
+        # the method's own LLM tokens during evaluation, counted by the method (a backbone's
+        # usage delta would double-count the agent's tokens when the two share a backbone)
+        after = parts.memory.own_tokens()
         metrics = compute_metrics(records, memory_tokens=after - before)
         metrics.update(parts.memory.metrics())
         metrics.update(

@@ -101,6 +101,11 @@ class BaseMemory:
         retrieved entries per call ...); none by default."""
         return {}
 
+    def own_tokens(self) -> int:
+        """Tokens of the method's own LLM calls so far (prompt + completion); the pipeline
+        reports the evaluation-time delta as ``memory_tokens``. Methods without calls: 0."""
+        return 0
+
     def eval_views(self) -> list[str | None]:
         """The views evaluation runs under, each over the whole test set. One view (None) by
         default; MemCo returns its agents (each agent's local memory + the global memory)."""

@@ -1,0 +1,190 @@
+"""``EvoGraphMem``: G-Memory's query and interaction graphs with EvoGraph-Mem's failure-aware,
+editable insight graph (evograph_mem.txt, Sections 3.2-3.4).
+
+- Insight nodes carry (content, Omega+, Omega-, active); retrieval takes the active insights
+  supported by the expanded query set (Eq. 7), scores r = s - lambda*c (Eq. 8-9) and shows the
+  top-B (Eq. 10). Archived nodes stay in the graph for audit and are never retrieved.
+- After every task the graph controller (the memory-side LLM, JSON-constrained) decides KEEP /
+  ARCHIVE / REVISE for each insight shown in that task and, separately, whether to ADD one;
+  the state changes are exactly Eq. 13-17 and the edge update Eq. 18. Malformed controller
+  output changes nothing and is counted (``memory_fallbacks`` / backbone usage).
+- G-Memory's periodic insight maintenance is replaced by the controller; key-step extraction and
+  the query graph are G-Memory's (shared code).
+- ``controller_ops`` restricts the edit operations (Figure 3: add+keep = [KEEP],
+  add+keep+archive = [KEEP, ARCHIVE], all = [KEEP, ARCHIVE, REVISE]).
+- ``use_llm=false`` is an offline TEST MODE (no LLM): resolved tasks KEEP what they were shown
+  and ADD a rule insight, failed tasks ARCHIVE what they were shown. It is not EvoGraph-Mem.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from memarena.core import ConfigError, Outcome, Trajectory
+from memarena.memory.evograph.controller import (
+    EDIT_OPS,
+    ControllerItem,
+    Decision,
+    GraphController,
+    apply_decision,
+)
+from memarena.memory.evograph.insight_graph import InsightGraph
+from memarena.memory.gmemory.method import GMemory, _zero_usage
+from memarena.memory.gmemory.query_graph import RESOLVED
+
+
+def trajectory_summary(trajectory: Trajectory, max_steps: int = 12, max_chars: int = 160) -> str:
+    """A compact action -> observation listing for the controller prompt."""
+    lines = []
+    steps = trajectory.steps
+    skipped = max(0, len(steps) - max_steps)
+    if skipped:
+        lines.append(f"(first {skipped} steps omitted)")
+    for i, step in enumerate(steps[skipped:], skipped + 1):
+        obs = " ".join(step.observation.split())[:max_chars]
+        lines.append(f"{i}. > {step.action} -> {obs}")
+    return "\n".join(lines) or "(no steps)"
+
+
+class EvoGraphMem(GMemory):
+    """EvoGraph-Mem as ``method=evograph`` (parameters in ``conf/method/evograph.yaml``)."""
+
+    name = "evograph"
+    schema_version = 1
+
+    def __init__(
+        self,
+        lam: float = 1.0,
+        controller_ops: Sequence[str] = EDIT_OPS,
+        allow_add: bool = True,
+        controller_max_tokens: int = 384,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        ops = tuple(str(o).upper() for o in controller_ops)
+        if not ops or any(o not in EDIT_OPS for o in ops):
+            raise ConfigError(
+                f"memarena: method.controller_ops={list(controller_ops)} must be a non-empty "
+                f"subset of {list(EDIT_OPS)} (Figure 3: [KEEP], [KEEP, ARCHIVE], all three)."
+            )
+        if float(lam) < 0:
+            raise ConfigError(f"memarena: method.lam={lam} must be >= 0 (Eq. 8).")
+        self.lam = float(lam)
+        self.controller_ops = ops
+        self.allow_add = bool(allow_add)
+        self.controller_max_tokens = int(controller_max_tokens)
+        self.graph = InsightGraph()
+        self.token_usage["controller"] = _zero_usage()
+        self.decisions: dict[str, int] = {op: 0 for op in (*EDIT_OPS, "ADD")}
+        self.controller_fallbacks = 0
+        self._controller: GraphController | None = None
+
+    @property
+    def controller(self) -> GraphController:
+        if self._controller is None:
+            self._controller = GraphController(
+                self.services.llm,
+                allowed_ops=self.controller_ops,
+                allow_add=self.allow_add,
+                max_tokens=self.controller_max_tokens,
+            )
+        return self._controller
+
+    # -- hooks of GMemory ----------------------------------------------------------------------
+    def select_insights(self, expanded: list[str], top_ids: list[str]) -> list[tuple[str, str]]:
+        """Eq. 7-10: active candidates supported by the expanded set, top-B by s - lambda*c."""
+        return [
+            (i, self.graph.get(i).content)
+            for i in self.graph.select(expanded, self.lam, self.top_b)
+        ]
+
+    def after_task(
+        self,
+        query_id: str,
+        trajectory: Trajectory,
+        outcome: Outcome,
+        retrieved_insight_ids: list[str],
+    ) -> None:
+        """The graph controller's post-task edit (Section 3.4), applied at once."""
+        resolved = outcome.success
+        shown = [i for i in retrieved_insight_ids if i in self.graph]
+        if self.use_llm:
+            decision = self._llm_decision(trajectory, resolved, shown)
+        else:
+            decision = self._rule_decision(trajectory, resolved, shown)
+        if decision.fallback:
+            self.controller_fallbacks += 1
+            return
+        for op in decision.ops.values():
+            self.decisions[op] += 1
+        self.decisions["ADD"] += int(decision.add)
+        apply_decision(self.graph, decision, query_id, resolved)
+
+    def _llm_decision(self, trajectory: Trajectory, resolved: bool, shown: list[str]) -> Decision:
+        item = ControllerItem(
+            query=trajectory.task.goal,
+            status=RESOLVED if resolved else "Failed",
+            trajectory=trajectory_summary(trajectory),
+            insights=[(i, self.graph.get(i).content) for i in shown],
+        )
+        before = dict(self.controller.stats)
+        (decision,) = self.controller.decide([item])
+        usage = self.token_usage["controller"]
+        for key in ("calls", "prompt_tokens", "completion_tokens"):
+            usage[key] += self.controller.stats[key] - before[key]
+        return decision
+
+    def _rule_decision(self, trajectory: Trajectory, resolved: bool, shown: list[str]) -> Decision:
+        allowed = self.controller_ops
+        op = "KEEP" if resolved or "ARCHIVE" not in allowed else "ARCHIVE"
+        actions = [s.action for s in trajectory.steps if s.feedback.state_changed][:4]
+        text = f"For '{trajectory.task.goal}', a working order was: {' -> '.join(actions)}"
+        return Decision(
+            ops={i: op for i in shown},
+            add=self.allow_add and resolved and bool(actions),
+            new_insight=text if resolved and actions else "",
+        )
+
+    # -- reporting and snapshots -----------------------------------------------------------------
+    def metrics(self) -> dict[str, Any]:
+        out = super().metrics()
+        active = len(self.graph.active_ids())
+        total = sum(u["prompt_tokens"] + u["completion_tokens"] for u in self.token_usage.values())
+        ctrl = self.token_usage["controller"]
+        out.update(
+            memory_insights=len(self.graph),
+            memory_insights_active=active,
+            memory_insights_archived=len(self.graph) - active,
+            memory_insight_edges=len(self.graph.edges),
+            controller_decisions=dict(self.decisions),
+            controller_fallbacks=self.controller_fallbacks,
+            controller_token_share=(ctrl["prompt_tokens"] + ctrl["completion_tokens"]) / total
+            if total
+            else 0.0,
+        )
+        return out
+
+    def state_dict(self) -> dict[str, Any]:
+        state = super().state_dict()
+        graph = self.graph.to_dict()
+        state.update(
+            insights=graph["nodes"],
+            edges=graph["edges"],
+            insight_graph={k: v for k, v in graph.items() if k not in ("nodes", "edges")},
+            decisions=dict(self.decisions),
+            controller_fallbacks=self.controller_fallbacks,
+        )
+        return state
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        gstate = dict(state)
+        gstate["insights"] = {}  # G-Memory's own insight graph is unused here
+        super().load_state_dict(gstate)
+        self.token_usage.setdefault("controller", _zero_usage())
+        meta = state.get("insight_graph", {})
+        self.graph = InsightGraph.from_dict(
+            {**meta, "nodes": state.get("insights", []), "edges": state.get("edges", [])}
+        )
+        self.decisions = {op: 0 for op in (*EDIT_OPS, "ADD")} | dict(state.get("decisions", {}))
+        self.controller_fallbacks = int(state.get("controller_fallbacks", 0))

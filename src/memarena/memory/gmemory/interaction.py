@@ -1,0 +1,169 @@
+"""Interaction graphs and key steps (G-Memory's lowest tier).
+
+The interaction graph of one task is a chain: the env's initial observation, then for every
+step the agent's utterance (its action) and the env's reply (the observation), linked in the
+order they happened. ``key_steps`` are the step indices (0-based, into ``trajectory.steps``)
+an LLM picks as decisive; :func:`extract_key_steps` asks for them in one batched call.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import networkx as nx
+
+from memarena.core import Backbone, ChatRequest, Completion, Trajectory
+from memarena.memory.gmemory import prompts
+
+log = logging.getLogger(__name__)
+
+FALLBACK_KEY_STEPS = "gmemory_key_steps"
+OBS_CHARS = 160  # observation text kept per step in prompts and stored graphs
+
+
+def clip(text: str, limit: int = OBS_CHARS) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def build_interaction_graph(trajectory: Trajectory) -> nx.DiGraph:
+    """One node per utterance (``speaker`` "env" or "agent", ``step``, ``text``), chained."""
+    graph = nx.DiGraph()
+    graph.add_node(0, speaker="env", step=-1, text=trajectory.initial_observation)
+    node = 0
+    for i, step in enumerate(trajectory.steps):
+        graph.add_node(node + 1, speaker="agent", step=i, text=step.action)
+        graph.add_node(node + 2, speaker="env", step=i, text=step.observation)
+        graph.add_edge(node, node + 1)
+        graph.add_edge(node + 1, node + 2)
+        node += 2
+    return graph
+
+
+def heuristic_key_steps(trajectory: Trajectory, max_key_steps: int = 5) -> list[int]:
+    """Steps that raised progress, then steps that changed the state, capped and in order.
+
+    With neither (nothing worked), the last ``max_key_steps`` steps, which show where a failed
+    episode ended.
+    """
+    steps = trajectory.steps
+    if max_key_steps <= 0 or not steps:
+        return []
+    progressed, changed = [], []
+    previous = 0.0
+    for i, step in enumerate(steps):
+        if step.progress > previous:
+            progressed.append(i)
+        elif step.feedback.state_changed:
+            changed.append(i)
+        previous = max(previous, step.progress)
+    chosen = (progressed + changed)[:max_key_steps]
+    if not chosen:
+        chosen = list(range(max(0, len(steps) - max_key_steps), len(steps)))
+    return sorted(chosen)
+
+
+def add_usage(usage: dict[str, int] | None, completions: Sequence[Completion]) -> None:
+    """Count one LLM call and its completions' tokens into a per-purpose usage entry."""
+    if usage is None or not completions:
+        return
+    usage["calls"] = usage.get("calls", 0) + 1
+    usage["prompt_tokens"] = usage.get("prompt_tokens", 0) + sum(
+        c.prompt_tokens for c in completions
+    )
+    usage["completion_tokens"] = usage.get("completion_tokens", 0) + sum(
+        c.completion_tokens for c in completions
+    )
+
+
+def record_fallback(llm: Any, kind: str, fallbacks: dict[str, int] | None = None) -> None:
+    """Count a fallback on the backbone (when it can count) and in ``fallbacks``."""
+    if fallbacks is not None:
+        fallbacks[kind] = fallbacks.get(kind, 0) + 1
+    recorder = getattr(llm, "record_fallback", None)
+    if callable(recorder):
+        recorder(kind)
+    else:
+        log.warning("memory fallback %s (backbone %r cannot count it)", kind, llm)
+
+
+def render_steps(trajectory: Trajectory, indices: Sequence[int] | None = None) -> str:
+    """``Step n: > action -> observation`` lines (1-based numbers), all steps or ``indices``."""
+    chosen = range(len(trajectory.steps)) if indices is None else indices
+    lines = []
+    for i in chosen:
+        step = trajectory.steps[i]
+        lines.append(f"Step {i + 1}: > {clip(step.action, 120)} -> {clip(step.observation)}")
+    return "\n".join(lines)
+
+
+def key_steps_request(trajectory: Trajectory, status: str, max_key_steps: int) -> ChatRequest:
+    user = prompts.KEY_STEPS_USER.format(
+        goal=trajectory.task.goal,
+        status=status,
+        initial=clip(trajectory.initial_observation, 400),
+        steps=render_steps(trajectory),
+        max_steps=max_key_steps,
+        n_steps=len(trajectory.steps),
+    )
+    return ChatRequest(
+        messages=[
+            {"role": "system", "content": prompts.KEY_STEPS_SYSTEM},
+            {"role": "user", "content": user},
+        ],
+        json_schema=prompts.key_steps_schema(len(trajectory.steps), max_key_steps),
+        max_tokens=64 + 64 * max_key_steps,
+    )
+
+
+def parse_key_steps(completion: Completion, n_steps: int, max_key_steps: int) -> list[int] | None:
+    """0-based indices from a completion, or None when it is malformed, empty or out of range."""
+    if completion.fallback:
+        return None
+    try:
+        items = json.loads(completion.text)["key_steps"]
+        numbers = [item["step"] for item in items]
+    except (ValueError, TypeError, KeyError):
+        return None
+    if not numbers or any(
+        isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= n_steps for n in numbers
+    ):
+        return None
+    return sorted(dict.fromkeys(n - 1 for n in numbers))[:max_key_steps]
+
+
+def extract_key_steps(
+    llm: Backbone,
+    trajectories: Sequence[Trajectory],
+    max_key_steps: int = 5,
+    statuses: Sequence[str] | None = None,
+    usage: dict[str, int] | None = None,
+    fallbacks: dict[str, int] | None = None,
+) -> list[list[int]]:
+    """Key steps (0-based, sorted) of each trajectory from ONE batched ``llm.generate`` call.
+
+    ``statuses`` ("Resolved"/"Failed") go into the prompts. A malformed answer, or one naming a
+    step out of range, falls back to :func:`heuristic_key_steps` and is counted as fallback
+    ``gmemory_key_steps`` on the backbone. Trajectories without steps get ``[]`` without a call.
+    ``usage`` (a per-purpose token entry) receives the call's tokens, ``fallbacks`` the
+    method's own fallback counts.
+    """
+    statuses = list(statuses) if statuses is not None else ["Unknown"] * len(trajectories)
+    out: list[list[int]] = [[] for _ in trajectories]
+    asked = [i for i, t in enumerate(trajectories) if t.steps and max_key_steps > 0]
+    if not asked:
+        return out
+    requests = [key_steps_request(trajectories[i], statuses[i], max_key_steps) for i in asked]
+    completions = llm.generate(requests)
+    add_usage(usage, completions)
+    for i, completion in zip(asked, completions, strict=True):
+        trajectory = trajectories[i]
+        parsed = parse_key_steps(completion, len(trajectory.steps), max_key_steps)
+        if parsed is None:
+            record_fallback(llm, FALLBACK_KEY_STEPS, fallbacks)
+            parsed = heuristic_key_steps(trajectory, max_key_steps)
+        out[i] = parsed
+    return out

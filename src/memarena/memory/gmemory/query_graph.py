@@ -1,0 +1,208 @@
+"""G-Memory's query graph (evograph_mem.txt Eq. 1-4).
+
+A node is one past query ``q_i = (Q_i, Psi_i, G_inter)``: its id (the task id), the query text
+(the task goal), the status ("Resolved"/"Failed"), the interaction graph (stored compactly as
+(action, observation) pairs, rebuilt with :func:`build_interaction_graph` on demand) and its key
+steps. A new query is linked (undirected) to at most ``link_k`` nearest existing queries whose
+cosine is at least ``link_threshold``. Retrieval is Eq. 2 (top-k cosine) plus the ``hops``-hop
+neighbourhood of the top-k (Eq. 3-4).
+
+Embeddings are unit-normalised rows of one float32 matrix that grows in chunks, so a retrieval
+over 100k queries is a single matrix-vector product. Ties are broken by insertion order.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass, field
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from memarena.core import Feedback, Step, Task, Trajectory
+from memarena.memory.gmemory.interaction import build_interaction_graph
+
+RESOLVED, FAILED = "Resolved", "Failed"
+CHUNK = 1024  # rows added to the embedding matrix at a time
+
+
+@dataclass
+class QueryNode:
+    id: str
+    goal: str
+    status: str
+    domain: str = ""
+    initial: str = ""
+    steps: list[tuple[str, str]] = field(default_factory=list)  # (action, observation)
+    key_steps: list[int] = field(default_factory=list)  # 0-based indices into steps
+
+    @property
+    def resolved(self) -> bool:
+        return self.status == RESOLVED
+
+    def interaction_graph(self) -> nx.DiGraph:
+        task = Task(id=self.id, env="", split="", domain=self.domain, goal=self.goal)
+        steps = [
+            Step(action=a, observation=o, reward=0.0, progress=0.0, feedback=_NO_FEEDBACK)
+            for a, o in self.steps
+        ]
+        return build_interaction_graph(Trajectory(task, self.initial, steps))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "goal": self.goal,
+            "status": self.status,
+            "domain": self.domain,
+            "initial": self.initial,
+            "steps": [list(s) for s in self.steps],
+            "key_steps": list(self.key_steps),
+        }
+
+    @staticmethod
+    def from_dict(d: dict[str, Any]) -> QueryNode:
+        return QueryNode(
+            id=d["id"],
+            goal=d["goal"],
+            status=d["status"],
+            domain=d.get("domain", ""),
+            initial=d.get("initial", ""),
+            steps=[(a, o) for a, o in d.get("steps", [])],
+            key_steps=[int(i) for i in d.get("key_steps", [])],
+        )
+
+
+_NO_FEEDBACK = Feedback(valid_action=True, state_changed=False)
+
+
+def _unit(vector: np.ndarray) -> np.ndarray:
+    v = np.asarray(vector, dtype=np.float32).reshape(-1)
+    norm = float(np.linalg.norm(v))
+    return v / norm if norm > 0 else v
+
+
+def _rank(scores: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the ``k`` highest scores, highest first, ties by lower index."""
+    if k <= 0 or scores.size == 0:
+        return np.empty(0, dtype=np.int64)
+    order = np.argsort(-scores, kind="stable")
+    return order[:k]
+
+
+class QueryGraph:
+    def __init__(self, link_k: int = 10, link_threshold: float = 0.7) -> None:
+        self.link_k = int(link_k)
+        self.link_threshold = float(link_threshold)
+        self.nodes: dict[str, QueryNode] = {}
+        self.ids: list[str] = []  # row i of the matrix is query ids[i]
+        self.row: dict[str, int] = {}
+        self.graph = nx.Graph()
+        self._matrix: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __contains__(self, query_id: str) -> bool:
+        return query_id in self.row
+
+    @property
+    def embeddings(self) -> np.ndarray:
+        if self._matrix is None:
+            return np.zeros((0, 0), dtype=np.float32)
+        return self._matrix[: len(self.ids)]
+
+    def _append_row(self, vector: np.ndarray) -> None:
+        n = len(self.ids)
+        if self._matrix is None:
+            self._matrix = np.zeros((CHUNK, vector.size), dtype=np.float32)
+        elif vector.size != self._matrix.shape[1]:
+            raise ValueError(
+                f"QueryGraph: embedding has {vector.size} dims, the graph holds "
+                f"{self._matrix.shape[1]}-d embeddings (was the embedder changed?)"
+            )
+        if n == self._matrix.shape[0]:
+            grown = np.zeros((n + CHUNK, vector.size), dtype=np.float32)
+            grown[:n] = self._matrix
+            self._matrix = grown
+        self._matrix[n] = vector
+
+    def similarities(self, embedding: np.ndarray) -> np.ndarray:
+        if not self.ids:
+            return np.zeros(0, dtype=np.float32)
+        return self.embeddings @ _unit(embedding)
+
+    def add(self, node: QueryNode, embedding: np.ndarray) -> list[str]:
+        """Add ``node`` and link it; returns the ids it was linked to (best first).
+
+        An id already present is left unchanged (a replayed trajectory) and links nothing.
+        """
+        if node.id in self.row:
+            return []
+        vector = _unit(embedding)
+        sims = self.similarities(vector)
+        eligible = np.flatnonzero(sims >= self.link_threshold)
+        linked = eligible[_rank(sims[eligible], self.link_k)] if eligible.size else eligible
+        self._append_row(vector)
+        self.row[node.id] = len(self.ids)
+        self.ids.append(node.id)
+        self.nodes[node.id] = node
+        self.graph.add_node(node.id)
+        out = [self.ids[int(i)] for i in linked]
+        for other in out:
+            self.graph.add_edge(node.id, other)
+        return out
+
+    def retrieve(self, embedding: np.ndarray, k: int, hops: int = 1) -> tuple[list[str], list[str]]:
+        """(top-k ids by cosine, Eq. 2; top-k plus their ``hops``-hop neighbours, Eq. 3-4).
+
+        The expanded list holds the top-k first, then the added neighbours by cosine to the
+        query (ties by insertion order).
+        """
+        if not self.ids:
+            return [], []
+        sims = self.similarities(embedding)
+        top = [self.ids[int(i)] for i in _rank(sims, k)]
+        seen = set(top)
+        frontier = list(top)
+        added: list[str] = []
+        for _ in range(max(0, hops)):
+            nxt = []
+            for qid in frontier:
+                for other in self.graph.neighbors(qid):
+                    if other not in seen:
+                        seen.add(other)
+                        nxt.append(other)
+            added.extend(nxt)
+            frontier = nxt
+        added.sort(key=lambda q: (-float(sims[self.row[q]]), self.row[q]))
+        return top, top + added
+
+    # -- snapshots -------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """Nodes in insertion order, edges as id pairs, and the embedding matrix as base64 of
+        its little-endian float32 bytes (row-major, ``dim`` columns)."""
+        matrix = self.embeddings
+        return {
+            "nodes": [self.nodes[q].to_dict() for q in self.ids],
+            "edges": sorted(sorted(e) for e in self.graph.edges()),
+            "dim": int(matrix.shape[1]) if matrix.size else 0,
+            "embeddings_b64": base64.b64encode(matrix.astype("<f4").tobytes()).decode("ascii"),
+        }
+
+    def load_dict(self, d: dict[str, Any]) -> None:
+        self.nodes, self.ids, self.row = {}, [], {}
+        self.graph = nx.Graph()
+        self._matrix = None
+        dim = int(d.get("dim", 0))
+        raw = base64.b64decode(d.get("embeddings_b64", ""))
+        matrix = np.frombuffer(raw, dtype="<f4").astype(np.float32)
+        matrix = matrix.reshape(-1, dim) if dim else matrix.reshape(0, 0)
+        for i, nd in enumerate(d["nodes"]):
+            node = QueryNode.from_dict(nd)
+            self._append_row(matrix[i])
+            self.row[node.id] = i
+            self.ids.append(node.id)
+            self.nodes[node.id] = node
+            self.graph.add_node(node.id)
+        self.graph.add_edges_from(tuple(e) for e in d.get("edges", []))

@@ -1,0 +1,644 @@
+"""Helpers of notebooks/evograph.ipynb: EvoGraph-Mem's Table 1, Table 2, Figure 3 and the
+Figure 2 case study from the results tree.
+
+Reads ``<results>/<experiment>/<env>/<method>[+<ablation>]/<backbone>/seed<k>/metrics.json``
+(via :func:`memarena.results.collect.collect`) and puts the numbers EvoGraph-Mem's prose states
+(:func:`memarena.results.paper.paper_numbers` ``("evograph")``) beside ours. Every function
+accepts an empty result and then returns an empty frame / draws the paper's numbers alone.
+
+Conventions: ``setting`` is the benchmark (``pddl``, ``hotpotqa``, ``fever``: the env name
+without its dataset suffix, so ``hotpotqa_distractor`` and ``fever_official`` count); the
+score is in percent, ``progress`` (progress rate) on PDDL and ``em`` (exact match =
+success rate) on HotpotQA and FEVER, the paper's metrics; ``variant`` is the method name, or
+for an ablation its last name component (``evograph/add_keep`` gives ``add_keep``), matching
+the paper CSV's ``variant``. Backbones match the paper's by :func:`backbone_key`
+(``GPT-4o-mini`` = ``gpt_4o_mini``).
+
+The case study reads a saved EvoGraph-Mem snapshot, ``<run dir>/memory/memory.json``:
+``{"method": "evograph", "schema_version": .., "state": {"insights": [{"id", "content",
+"pos", "neg", "active", "version", "parent", "created_at", "trace": [{"query", "op",
+"detail"}]}, ...], "edges": [[a, b, q], ...]}}``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import textwrap
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from memarena.results.collect import collect, format_mean_std
+from memarena.results.memco_report import backbone_key, variant_key, write_table
+from memarena.results.paper import paper_numbers
+
+__all__ = ["backbone_key", "variant_key", "write_table"]  # re-exported for the notebook
+
+PAPER = "evograph"
+EXPERIMENTS = {"table1": "evograph_table1", "table2": "evograph_table1", "fig3": "evograph_fig3"}
+CONFIGS = {
+    "evograph_table1": (
+        "evograph_table1_pddl",
+        "evograph_table1_hotpotqa",
+        "evograph_table1_fever",
+    ),
+    "evograph_fig3": ("evograph_fig3",),
+}
+SETTINGS = ("pddl", "hotpotqa", "fever")
+SCORE = {"pddl": "progress", "hotpotqa": "em", "fever": "em"}
+METHOD_ORDER = (
+    "none",
+    "memorybank",
+    "voyager",
+    "generative_agents",
+    "gmemory",
+    "g_memory",
+    "evograph",
+)
+FIG3_VARIANTS = ("add_keep", "add_keep_archive", "all")
+CONTROL = "evograph"
+
+
+def command_for(experiment: str) -> str:
+    """The command(s) that produce the results of ``experiment``."""
+    configs = CONFIGS.get(experiment, (experiment,))
+    return "; ".join(f"python run.py -m experiment={c} backbone=<preset>" for c in configs)
+
+
+def setting_of(env: object) -> str:
+    """``pddl`` / ``hotpotqa`` / ``fever`` from an env name (``fever_official`` -> ``fever``)."""
+    return str(env).split("_")[0]
+
+
+def load_runs(results_dir: str | Path, experiment: str) -> pd.DataFrame:
+    """The run rows of ``experiment`` (empty frame when it has no results yet), with
+    ``variant_key`` and ``setting`` added."""
+    root = Path(results_dir) / experiment
+    try:
+        runs = collect(root)
+    except FileNotFoundError:
+        return pd.DataFrame()
+    runs = runs[runs["experiment"] == experiment].copy()
+    abl = runs["ablation"] if "ablation" in runs.columns else [None] * len(runs)
+    runs["variant_key"] = [variant_key(m, a) for m, a in zip(runs["method"], abl, strict=True)]
+    runs["setting"] = runs["env"].map(setting_of)
+    return runs.reset_index(drop=True)
+
+
+def report_missing(runs: pd.DataFrame, experiment: str) -> bool:
+    """Print the one-line hint when ``experiment`` has no results; True when it has some."""
+    if runs.empty:
+        print(
+            f"no results for {experiment} yet: `{command_for(experiment)}` produces them; "
+            "showing the paper's numbers alone"
+        )
+        return False
+    return True
+
+
+def _num(value: Any) -> float | None:
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(out) else out
+
+
+def purpose_tokens(run: pd.Series | dict) -> dict[str, float]:
+    """Tokens per purpose from the flattened ``token_usage/...`` entries of a run.
+
+    ``token_usage`` may map purpose -> tokens, or purpose -> {prompt_tokens,
+    completion_tokens, ...}; a purpose's ``total`` / ``total_tokens`` / ``tokens`` entry wins
+    over summing its prompt and completion tokens (other entries, e.g. ``calls``, are ignored).
+    """
+    leaves: dict[str, dict[str, float]] = {}
+    for key, value in dict(run).items():
+        if not str(key).startswith("token_usage/"):
+            continue
+        v = _num(value)
+        if v is None:
+            continue
+        rest = str(key)[len("token_usage/") :].split("/")
+        purpose, leaf = rest[0], ("/".join(rest[1:]) or "")
+        leaves.setdefault(purpose, {})[leaf] = v
+    out = {}
+    for purpose, parts in leaves.items():
+        for total in ("", "total", "total_tokens", "tokens"):
+            if total in parts:
+                out[purpose] = parts[total]
+                break
+        else:
+            out[purpose] = sum(
+                v for k, v in parts.items() if k in ("prompt_tokens", "completion_tokens")
+            )
+    return out
+
+
+def long_metrics(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per run x metric: the score (``progress`` / ``em``, %), ``tokens_per_task``,
+    ``memory_token_share_pct`` (the memory method's own tokens / all tokens) and, where the
+    run's metrics.json has ``token_usage`` per purpose, ``controller_token_share_pct`` (purposes
+    whose name contains ``controller`` / all purposes)."""
+    cols = ["experiment", "env", "setting", "backbone", "variant", "seed", "metric", "value"]
+    if runs.empty:
+        return pd.DataFrame(columns=cols)
+    rows = []
+    for _, run in runs.iterrows():
+        setting = run.get("setting", setting_of(run["env"]))
+        base = {
+            "experiment": run["experiment"],
+            "env": run["env"],
+            "setting": setting,
+            "backbone": run["backbone"],
+            "variant": run.get("variant_key", run["method"]),
+            "seed": run["seed"],
+        }
+
+        def add(metric: str, value: float | None, base=base) -> None:
+            if value is not None and not math.isnan(value):
+                rows.append({**base, "metric": metric, "value": float(value)})
+
+        score = SCORE.get(setting, "em")
+        src = _num(run.get("progress_rate" if score == "progress" else "success_rate"))
+        add(score, None if src is None else 100.0 * src)
+        tpt = _num(run.get("tokens_per_task"))
+        add("tokens_per_task", tpt)
+        mem, n = _num(run.get("memory_tokens")), _num(run.get("n_episodes"))
+        if tpt and mem is not None and n:
+            add("memory_token_share_pct", 100.0 * mem / (tpt * n))
+        purposes = purpose_tokens(run)
+        total = sum(purposes.values())
+        if total > 0:
+            ctrl = sum(v for p, v in purposes.items() if "controller" in p.lower())
+            add("controller_token_share_pct", 100.0 * ctrl / total)
+    return pd.DataFrame(rows, columns=cols)
+
+
+def summarize(long: pd.DataFrame) -> pd.DataFrame:
+    """Mean / sample std / n_seeds of each metric per setting, backbone, variant."""
+    by = ["setting", "backbone", "variant", "metric"]
+    if long.empty:
+        return pd.DataFrame(columns=[*by, "mean", "std", "n_seeds"])
+    g = long.groupby(by, dropna=False, sort=True)["value"]
+    return g.agg(mean="mean", std="std", n_seeds="count").reset_index()
+
+
+def paper_rows(tables: Sequence[str]) -> pd.DataFrame:
+    """The paper's stated numbers of ``tables`` (``table1_prose``, ``table2_prose``, ``fig3``)."""
+    paper = paper_numbers(PAPER)
+    return paper[paper["table"].isin(list(tables))].reset_index(drop=True)
+
+
+def _order(names: Sequence[str], order: Sequence[str]) -> list[str]:
+    known = [m for m in order if m in names]
+    return known + sorted(m for m in names if m not in known)
+
+
+def _cell(mean: float, std: float) -> str:
+    return format_mean_std(mean, std, 2)
+
+
+def table1(summary: pd.DataFrame) -> pd.DataFrame:
+    """Table 1 layout: rows (backbone, setting, metric), columns methods, ``mean ± std``."""
+    if summary.empty:
+        return pd.DataFrame()
+    sub = summary[summary["metric"].isin(["progress", "em"])].copy()
+    if sub.empty:
+        return pd.DataFrame()
+    sub["cell"] = [_cell(m, s) for m, s in zip(sub["mean"], sub["std"], strict=True)]
+    table = sub.pivot_table(
+        index=["backbone", "setting", "metric"], columns="variant", values="cell", aggfunc="first"
+    )
+    table = table[_order(list(table.columns), METHOD_ORDER)].fillna("-")
+    table.columns.name = None
+    return table.reset_index()
+
+
+def gains(summary: pd.DataFrame, control: str = CONTROL) -> pd.DataFrame:
+    """Per setting and backbone, ``control``'s score gain over the best other memory method
+    (``none`` only when it is the only other) in points and relative %, and over ``none``:
+    the quantities behind the paper's "10.44% ... progress rate improvement" prose."""
+    cols = [
+        "setting",
+        "backbone",
+        "metric",
+        "runner_up",
+        "control",
+        "runner_up_score",
+        "gain_pp",
+        "gain_rel_pct",
+        "gain_rel_pct_vs_none",
+    ]
+    rows = []
+    scores = summary[summary["metric"].isin(["progress", "em"])] if not summary.empty else summary
+    if scores.empty:
+        return pd.DataFrame(columns=cols)
+    for (setting, backbone, metric), grp in scores.groupby(["setting", "backbone", "metric"]):
+        means = grp.set_index("variant")["mean"]
+        if control not in means.index or len(means) < 2:
+            continue
+        others = means.drop(index=control)
+        memory = others.drop(index="none", errors="ignore")
+        pool = memory if not memory.empty else others
+        runner = pool.idxmax()
+        best, ours = pool[runner], means[control]
+        none = means.get("none", math.nan)
+        rows.append(
+            {
+                "setting": setting,
+                "backbone": backbone,
+                "metric": metric,
+                "runner_up": runner,
+                "control": ours,
+                "runner_up_score": best,
+                "gain_pp": ours - best,
+                "gain_rel_pct": 100 * (ours - best) / best if best else math.nan,
+                "gain_rel_pct_vs_none": 100 * (ours - none) / none if none else math.nan,
+            }
+        )
+    return pd.DataFrame(rows, columns=cols)
+
+
+def _paper_by_key(tables: Sequence[str]) -> pd.DataFrame:
+    paper = paper_rows(tables).copy()
+    paper["bkey"] = paper["backbone"].map(backbone_key)
+    return paper
+
+
+def gains_beside_paper(summary: pd.DataFrame) -> pd.DataFrame:
+    """Our gains (:func:`gains`) next to the paper's stated gain (Table 1 prose) per setting and
+    backbone; paper rows without results keep NaN on our side."""
+    paper = _paper_by_key(["table1_prose"])
+    paper = paper.rename(columns={"value": "paper_gain_pct", "backbone": "paper_backbone"})
+    paper = paper[["setting", "bkey", "paper_backbone", "paper_gain_pct", "source"]]
+    ours = gains(summary)
+    ours["bkey"] = ours["backbone"].map(backbone_key)
+    out = ours.merge(paper, on=["setting", "bkey"], how="outer").drop(columns="bkey")
+    return out.sort_values(["setting", "paper_backbone", "backbone"]).reset_index(drop=True)
+
+
+def table2(summary: pd.DataFrame) -> pd.DataFrame:
+    """Table 2: per backbone and method, tokens per task averaged over the benchmarks it ran
+    (the paper averages PDDL, HotpotQA, FEVER), its relative change vs ``none`` (%), and the
+    memory method's and its controller's token shares (%) where known."""
+    cols = [
+        "backbone",
+        "variant",
+        "n_settings",
+        "tokens_per_task",
+        "change_pct_vs_none",
+        "memory_token_share_pct",
+        "controller_token_share_pct",
+    ]
+    if summary.empty or not (summary["metric"] == "tokens_per_task").any():
+        return pd.DataFrame(columns=cols)
+    rows = []
+    for backbone, grp in summary.groupby("backbone"):
+        wide = grp.pivot_table(index="variant", columns=["metric"], values="mean", aggfunc="mean")
+        tok = grp[grp["metric"] == "tokens_per_task"].pivot_table(
+            index="setting", columns="variant", values="mean"
+        )
+        # relative change on the benchmarks both the method and none ran
+        for variant in _order(list(tok.columns), METHOD_ORDER):
+            col = tok[variant].dropna()
+            row = {
+                "backbone": backbone,
+                "variant": variant,
+                "n_settings": len(col),
+                "tokens_per_task": col.mean(),
+                "change_pct_vs_none": math.nan,
+            }
+            if "none" in tok.columns:
+                both = pd.DataFrame({"v": tok[variant], "none": tok["none"]}).dropna()
+                base = both["none"].mean() if not both.empty else math.nan
+                if base and not math.isnan(base):
+                    row["change_pct_vs_none"] = 100 * (both["v"].mean() - base) / base
+            for share in ("memory_token_share_pct", "controller_token_share_pct"):
+                row[share] = (
+                    wide.loc[variant, share]
+                    if share in wide.columns and variant in wide.index
+                    else math.nan
+                )
+            rows.append(row)
+    return pd.DataFrame(rows, columns=cols)
+
+
+def table2_beside_paper(t2: pd.DataFrame) -> pd.DataFrame:
+    """Our relative token change vs no memory next to the paper's (73.0% / 72.7%), and the
+    paper's stated token totals (M tokens) for G-Memory, ours and the derived no-memory one."""
+    paper = _paper_by_key(["table2_prose"])
+    wide = paper.pivot_table(
+        index=["bkey", "backbone", "variant"], columns="metric", values="value"
+    ).reset_index()
+    wide.columns.name = None
+    wide = wide.rename(
+        columns={
+            "backbone": "paper_backbone",
+            "tokens_M": "paper_tokens_M",
+            "token_change_pct_vs_none": "paper_change_pct_vs_none",
+            "token_change_pct_vs_gmemory": "paper_change_pct_vs_gmemory",
+        }
+    )
+    ours = t2.copy()
+    ours["bkey"] = ours["backbone"].map(backbone_key)
+    out = ours.merge(wide, on=["bkey", "variant"], how="outer").drop(columns="bkey")
+    keep = [
+        c
+        for c in (
+            "backbone",
+            "paper_backbone",
+            "variant",
+            "n_settings",
+            "tokens_per_task",
+            "change_pct_vs_none",
+            "paper_change_pct_vs_none",
+            "paper_tokens_M",
+            "paper_change_pct_vs_gmemory",
+            "memory_token_share_pct",
+            "controller_token_share_pct",
+        )
+        if c in out.columns
+    ]
+    return out[keep].sort_values(["paper_backbone", "variant"]).reset_index(drop=True)
+
+
+def fig3_beside_paper(summary: pd.DataFrame) -> pd.DataFrame:
+    """Figure 3 cells: our score per setting, backbone, variant next to the paper's stated or
+    derived value (same backbone by :func:`backbone_key`)."""
+    paper = _paper_by_key(["fig3"])
+    paper = paper[paper["metric"].isin(["progress", "em"])]
+    paper = paper.rename(columns={"value": "paper", "backbone": "paper_backbone"})
+    paper = paper[["setting", "bkey", "paper_backbone", "variant", "metric", "paper"]]
+    if summary.empty:
+        ours = pd.DataFrame(
+            columns=["setting", "bkey", "backbone", "variant", "metric", "ours", "mean", "n_seeds"]
+        )
+    else:
+        ours = summary[summary["metric"].isin(["progress", "em"])].copy()
+        ours["ours"] = [_cell(m, s) for m, s in zip(ours["mean"], ours["std"], strict=True)]
+        ours["bkey"] = ours["backbone"].map(backbone_key)
+        ours = ours[["setting", "bkey", "backbone", "variant", "metric", "ours", "mean", "n_seeds"]]
+    out = ours.merge(paper, on=["setting", "bkey", "variant", "metric"], how="outer")
+    out["ours"] = out["ours"].fillna("-")
+    out["backbone"] = out["backbone"].fillna("-")
+    out["n_seeds"] = out["n_seeds"].fillna(0).astype(int)
+    out = out.drop(columns="bkey")
+    out["variant_order"] = (
+        out["variant"].map({v: i for i, v in enumerate(FIG3_VARIANTS)}).fillna(len(FIG3_VARIANTS))
+    )
+    out = out.sort_values(["setting", "paper_backbone", "backbone", "variant_order"])
+    return out.drop(columns="variant_order").reset_index(drop=True)
+
+
+# --------------------------------------------------------------------------------------------
+# figures
+
+
+def _save(fig, out_dir: str | Path, name: str) -> Path:
+    path = Path(out_dir) / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    return path
+
+
+def figure_fig3(summary: pd.DataFrame, out_dir: str | Path, name: str = "fig3_ablation.png"):
+    """Figure 3: bars of our score per controller variant (one group per backbone) on
+    HotpotQA, PDDL, FEVER; the paper's stated / derived values as red (GPT-4o-mini) and dark
+    red (Qwen2.5-7B) crosses."""
+    import matplotlib.pyplot as plt
+
+    paper = paper_rows(["fig3"])
+    paper = paper[paper["metric"].isin(["progress", "em"])]
+    variants = list(FIG3_VARIANTS)
+    ours = (
+        summary[summary["metric"].isin(["progress", "em"]) & summary["variant"].isin(variants)]
+        if not summary.empty
+        else summary
+    )
+    backbones = sorted(ours["backbone"].unique()) if not ours.empty else []
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
+    for ax, setting in zip(axes, ("hotpotqa", "pddl", "fever"), strict=True):
+        n = max(1, len(backbones))
+        width = 0.8 / n
+        for j, backbone in enumerate(backbones):
+            sub = ours[(ours["setting"] == setting) & (ours["backbone"] == backbone)]
+            sub = sub.set_index("variant")
+            xs = [i + (j - (n - 1) / 2) * width for i in range(len(variants))]
+            means = [sub["mean"].get(v, math.nan) for v in variants]
+            stds = [sub["std"].get(v, math.nan) for v in variants]
+            ax.bar(
+                xs,
+                means,
+                width,
+                yerr=[0 if pd.isna(s) else s for s in stds],
+                capsize=2,
+                label=f"ours {backbone}",
+            )
+        in_setting = paper[paper["setting"] == setting]
+        for k, (pbackbone, grp) in enumerate(in_setting.groupby("backbone")):
+            pv = grp.set_index("variant")["value"]
+            ax.scatter(
+                range(len(variants)),
+                [pv.get(v, math.nan) for v in variants],
+                marker="x" if k == 0 else "+",
+                s=60,
+                color="red" if k == 0 else "darkred",
+                zorder=3,
+                label=f"paper {pbackbone}",
+            )
+        ax.set_xticks(range(len(variants)), [v.replace("_", "+") for v in variants])
+        ax.set_title(f"{setting} ({SCORE[setting]}, %)")
+        ax.legend(fontsize="x-small")
+    return _save(fig, out_dir, name), fig
+
+
+# --------------------------------------------------------------------------------------------
+# case study (Figure 2): the version chain of one insight
+
+
+def find_snapshots(results_dir: str | Path) -> list[Path]:
+    """Run directories under ``results_dir`` holding an EvoGraph-Mem ``memory/memory.json``
+    (newest first)."""
+    root = Path(results_dir)
+    if not root.exists():
+        return []
+    found = []
+    for path in root.glob("**/memory/memory.json"):
+        try:
+            with path.open("r", encoding="utf-8") as fh:
+                method = json.load(fh).get("method")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if method == "evograph":
+            found.append(path.parent.parent)
+    return sorted(found, key=lambda p: (p / "memory" / "memory.json").stat().st_mtime, reverse=True)
+
+
+def load_snapshot(run_dir: str | Path) -> dict | None:
+    """The ``state`` of ``<run_dir>/memory/memory.json`` (or of ``run_dir`` when it is the
+    memory folder or the file itself); None when absent or not an EvoGraph-Mem snapshot."""
+    path = Path(run_dir)
+    for candidate in (path / "memory" / "memory.json", path / "memory.json", path):
+        if candidate.is_file():
+            with candidate.open("r", encoding="utf-8") as fh:
+                data = json.load(fh)
+            if data.get("method") not in (None, "evograph"):
+                return None
+            state = data.get("state", data)
+            return state if isinstance(state, dict) else None
+    return None
+
+
+def version_chain(state: dict, insight_id: str | None = None) -> list[dict]:
+    """The version chain (oldest first) of the insight with the longest chain, or of
+    ``insight_id`` (its ancestors, itself, then its longest line of revisions)."""
+    insights = list(state.get("insights") or [])
+    if not insights:
+        return []
+    by_id = {str(i["id"]): i for i in insights}
+    children: dict[str, list[str]] = {}
+    for ins in insights:
+        parent = ins.get("parent")
+        if parent is not None and str(parent) in by_id:
+            children.setdefault(str(parent), []).append(str(ins["id"]))
+
+    def ancestors(iid: str) -> list[str]:
+        out, seen = [iid], {iid}
+        while True:
+            parent = by_id[out[-1]].get("parent")
+            if parent is None or str(parent) not in by_id or str(parent) in seen:
+                return list(reversed(out))
+            out.append(str(parent))
+            seen.add(str(parent))
+
+    def longest_down(iid: str, seen: frozenset = frozenset()) -> list[str]:
+        best: list[str] = []
+        for child in children.get(iid, []):
+            if child in seen:
+                continue
+            path = longest_down(child, seen | {iid})
+            if len(path) > len(best):
+                best = path
+        return [iid, *best]
+
+    if insight_id is not None:
+        if str(insight_id) not in by_id:
+            raise KeyError(f"insight {insight_id!r} not in the snapshot ({len(by_id)} insights)")
+        ids = ancestors(str(insight_id))[:-1] + longest_down(str(insight_id))
+    else:
+        leaves = [i for i in by_id if i not in children]
+
+        def rank(iid: str):
+            chain = ancestors(iid)
+            return (len(chain), by_id[iid].get("version") or 0, by_id[iid].get("created_at") or 0)
+
+        ids = ancestors(max(leaves or list(by_id), key=rank))
+    return [by_id[i] for i in ids]
+
+
+def _short(items: Any, n: int = 3) -> str:
+    items = list(items or [])
+    text = "; ".join(str(x) for x in items[:n])
+    return text + (f"; ... (+{len(items) - n})" if len(items) > n else "")
+
+
+def versions_table(chain: Sequence[dict]) -> pd.DataFrame:
+    """One row per version: id, version, active, content, |Omega+|, |Omega-| and their first
+    queries, parent, created_at."""
+    cols = [
+        "version",
+        "id",
+        "active",
+        "content",
+        "n_pos",
+        "n_neg",
+        "pos",
+        "neg",
+        "parent",
+        "created_at",
+    ]
+    rows = [
+        {
+            "version": ins.get("version"),
+            "id": ins.get("id"),
+            "active": bool(ins.get("active")),
+            "content": ins.get("content"),
+            "n_pos": len(ins.get("pos") or []),
+            "n_neg": len(ins.get("neg") or []),
+            "pos": _short(ins.get("pos")),
+            "neg": _short(ins.get("neg")),
+            "parent": ins.get("parent"),
+            "created_at": ins.get("created_at"),
+        }
+        for ins in chain
+    ]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def trace_table(chain: Sequence[dict]) -> pd.DataFrame:
+    """The edit trace of every version of the chain, in order: id, version, query, op, detail."""
+    cols = ["id", "version", "step", "query", "op", "detail"]
+    rows = []
+    for ins in chain:
+        for k, entry in enumerate(ins.get("trace") or []):
+            entry = entry if isinstance(entry, dict) else {"detail": entry}
+            rows.append(
+                {
+                    "id": ins.get("id"),
+                    "version": ins.get("version"),
+                    "step": k,
+                    "query": entry.get("query"),
+                    "op": entry.get("op"),
+                    "detail": entry.get("detail"),
+                }
+            )
+    return pd.DataFrame(rows, columns=cols)
+
+
+def figure_chain(chain: Sequence[dict], out_dir: str | Path, name: str = "fig2_case_study.png"):
+    """The version chain as boxes (green: active, grey: archived) joined by REVISE arrows, each
+    with its version, id, |Omega+| / |Omega-| and the start of its content."""
+    import matplotlib.pyplot as plt
+
+    n = max(1, len(chain))
+    fig, ax = plt.subplots(figsize=(max(4.0, 3.6 * n), 3.2))
+    for k, ins in enumerate(chain):
+        content = textwrap.shorten(str(ins.get("content", "")), width=120, placeholder=" ...")
+        label = (
+            f"v{ins.get('version')}  {ins.get('id')}\n"
+            f"Ω+ {len(ins.get('pos') or [])}   Ω- {len(ins.get('neg') or [])}   "
+            f"{'active' if ins.get('active') else 'archived'}\n\n"
+            + "\n".join(textwrap.wrap(content, 28)[:5])
+        )
+        ax.text(
+            k * 3.6,
+            0,
+            label,
+            ha="center",
+            va="center",
+            fontsize=8,
+            bbox={
+                "boxstyle": "round,pad=0.5",
+                "facecolor": "#c8e6c9" if ins.get("active") else "#e0e0e0",
+                "edgecolor": "black",
+            },
+        )
+        if k:
+            ax.annotate(
+                "",
+                xy=(k * 3.6 - 1.55, 0),
+                xytext=((k - 1) * 3.6 + 1.55, 0),
+                arrowprops={"arrowstyle": "->", "lw": 1.5},
+            )
+            ax.text((k - 0.5) * 3.6, 0.25, "REVISE", ha="center", fontsize=7)
+    ax.set_xlim(-1.9, (n - 1) * 3.6 + 1.9)
+    ax.set_ylim(-1.2, 1.2)
+    ax.axis("off")
+    ax.set_title("insight version chain (oldest left)")
+    return _save(fig, out_dir, name), fig

@@ -1,0 +1,160 @@
+"""EvoGraph-Mem as a memory method: the controller's decisions (a scripted test double) applied
+to the insight graph through G-Memory's query graph, retrieval with conflicting evidence,
+archived insights never retrieved, fallbacks counted, token accounting, snapshots, and
+`python run.py method=evograph` with the embedded model as the memory LLM."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from doubles import FakeEmbedder, FakeLLM
+
+from conftest import run_py
+from memarena.core import ConfigError
+from memarena.core.types import Feedback, MemoryQuery, Observation, Outcome, Step, Task, Trajectory
+from memarena.memory.base import MemoryServices
+from memarena.memory.evograph import EvoGraphMem
+
+GOAL = "v:1,0,0"  # FakeEmbedder: every task with this goal embeds identically (all linked)
+
+
+def traj(i: int, goal: str = GOAL) -> Trajectory:
+    task = Task(f"pddl/t/{i}", "pddl", "test", "gripper", goal)
+    steps = [Step("pick ball1 rooma left", "ok", 0.0, 0.5, Feedback(True, True)),
+             Step("move rooma roomb", "ok", 0.0, 1.0, Feedback(True, True))]
+    return Trajectory(task, "start", steps)
+
+
+def done(success: bool = True) -> Outcome:
+    return Outcome(success, 1.0 if success else 0.0, 2, "success" if success else "failure")
+
+
+def decision(ops: dict[str, str] | None = None, add: str = "", revise: str = "") -> str:
+    body: dict = {i: ({"op": op, "revision": revise} if op == "REVISE" else {"op": op})
+                  for i, op in (ops or {}).items()}
+    body.update(add=bool(add), insight=add)
+    return json.dumps(body)
+
+
+def key_steps() -> str:
+    return json.dumps({"key_steps": [{"step": 1, "why": "first move"}]})
+
+
+def make(answers: list[str], **kw) -> tuple[EvoGraphMem, FakeLLM]:
+    llm = FakeLLM(answers)
+    services = MemoryServices(llm_factory=lambda: llm, embedder_factory=FakeEmbedder)
+    return EvoGraphMem(services=services, env_name="pddl", **kw), llm
+
+
+def run_task(memory: EvoGraphMem, i: int, success: bool = True) -> list[str]:
+    """Retrieve (as the runner does), then observe; returns the insight ids shown."""
+    t = traj(i)
+    context = memory.retrieve(MemoryQuery(t.task, Observation("start", t.task.goal)))
+    memory.observe(t, done(success))
+    return [m for m in context.memory_ids if m.startswith("ins-")]
+
+
+def test_controller_operations_follow_eq_13_to_17():
+    memory, _ = make([
+        key_steps(), decision(add="Pick before moving."),                 # t0: ADD ins-0001
+        key_steps(), decision({"ins-0001": "KEEP"}, add="Drop at the goal room."),  # t1
+        key_steps(), decision({"ins-0001": "REVISE", "ins-0002": "ARCHIVE"},
+                              revise="Pick with a free gripper before moving."),     # t2 failed
+    ])
+    assert run_task(memory, 0) == []
+    g = memory.graph
+    first = g.get("ins-0001")
+    assert (first.content, first.pos, first.neg, first.active) == (
+        "Pick before moving.", {"pddl/t/0"}, set(), True)
+    assert run_task(memory, 1) == ["ins-0001"]
+    assert g.get("ins-0001").pos == {"pddl/t/0", "pddl/t/1"}  # KEEP: Omega+ ∪ {q}
+    assert g.get("ins-0002").pos == {"pddl/t/1"}
+    assert ("ins-0001", "ins-0002", "pddl/t/1") in {tuple(e) for e in g.edges}  # Eq. 18
+    shown = run_task(memory, 2, success=False)
+    assert set(shown) == {"ins-0001", "ins-0002"}
+    old, archived, new = g.get("ins-0001"), g.get("ins-0002"), g.get("ins-0003")
+    assert (old.active, old.neg) == (False, {"pddl/t/2"})  # REVISE archives the old node
+    assert (archived.active, archived.neg) == (False, {"pddl/t/2"})  # ARCHIVE (Eq. 13)
+    assert (new.content, new.pos, new.neg, new.active, new.parent) == (
+        "Pick with a free gripper before moving.",
+        {"pddl/t/0", "pddl/t/1", "pddl/t/2"}, set(), True, "ins-0001")  # Eq. 15
+    assert not any("pddl/t/2" in e for e in map(tuple, g.edges))  # failed: no new edges
+    # archived insights are never retrieved again (the controller's "{}" for t3 is malformed)
+    assert run_task(memory, 3) == ["ins-0003"]
+    m = memory.metrics()
+    assert m["controller_decisions"] == {"KEEP": 1, "ARCHIVE": 1, "REVISE": 1, "ADD": 2}
+    assert m["memory_insights"] == 3 and m["memory_insights_archived"] == 2
+
+
+def test_retrieval_penalises_conflicting_evidence():
+    memory, _ = make([], lam=1.0, top_b=1)
+    a = memory.graph.add("A", "pddl/t/0")
+    b = memory.graph.add("B", "pddl/t/0")
+    for q in ("pddl/t/1", "pddl/t/2"):
+        memory.graph.keep(a, q)
+        memory.graph.keep(b, q)
+    memory.graph.get(a).neg.update({"pddl/t/1", "pddl/t/2"})  # A conflicts with 2 queries
+    expanded = ["pddl/t/0", "pddl/t/1", "pddl/t/2"]
+    assert memory.select_insights(expanded, expanded) == [(b, "B")]  # r: A 3-2=1, B 3
+    memory.lam = 0.0  # no conflict penalty: the tie goes to the older node
+    assert memory.select_insights(expanded, expanded) == [(a, "A")]
+    memory.graph.archive(b, "pddl/t/3")
+    memory.lam = 1.0
+    assert memory.select_insights(expanded, expanded) == [(a, "A")]  # archived: never
+
+
+def test_malformed_controller_output_is_counted_and_changes_nothing():
+    memory, llm = make([key_steps(), decision(add="Pick first."),
+                        key_steps(), "this is not json",
+                        key_steps(), decision({"ins-9999": "KEEP"})])
+    run_task(memory, 0)
+    before = memory.graph.to_dict()
+    run_task(memory, 1)
+    run_task(memory, 2)  # an unknown id is malformed too
+    assert memory.graph.to_dict() == before
+    assert memory.controller_fallbacks == 2
+    assert llm.usage.fallbacks.get("evograph_controller") == 2
+
+
+def test_ablation_ops_are_enforced_and_tokens_counted():
+    memory, _ = make([key_steps(), decision(add="Pick first."),
+                      key_steps(), decision({"ins-0001": "ARCHIVE"})],
+                     controller_ops=["KEEP"])
+    run_task(memory, 0)
+    run_task(memory, 1)  # ARCHIVE is not allowed in add+keep: a counted fallback
+    assert memory.graph.get("ins-0001").active and memory.controller_fallbacks == 1
+    usage = memory.metrics()["memory_token_usage"]
+    assert usage["controller"]["calls"] == 2 and usage["key_steps"]["calls"] == 2
+    assert memory.own_tokens() == 4 * 13  # FakeLLM: 10 + 3 tokens per request
+    with pytest.raises(ConfigError, match="controller_ops"):
+        make([], controller_ops=["DELETE"])
+
+
+def test_snapshot_round_trip_keeps_versions_and_never_retrieves_archived():
+    memory, _ = make([key_steps(), decision(add="Pick first."),
+                      key_steps(), decision({"ins-0001": "REVISE"}, revise="Pick, then move.")])
+    run_task(memory, 0)
+    run_task(memory, 1)
+    state = json.loads(json.dumps(memory.state_dict()))
+    assert [i["id"] for i in state["insights"]] == ["ins-0001", "ins-0002"]
+    again, _ = make([])
+    again.load_state_dict(state)
+    assert again.graph.to_dict() == memory.graph.to_dict()
+    assert [v["content"] for v in again.graph.history("ins-0002")] == ["Pick first.",
+                                                                        "Pick, then move."]
+    expanded = ["pddl/t/0", "pddl/t/1"]
+    assert [i for i, _ in again.select_insights(expanded, expanded)] == ["ins-0002"]
+
+
+def test_run_py_evograph_with_the_embedded_memory_llm(tmp_path):
+    proc = run_py(["method=evograph", "env=pddl", "backbone=scripted",
+                   "memory_backbone=smollm2_135m", "protocol=dynamic",
+                   "protocol.max_train_tasks=0", "protocol.max_eval_tasks=2",
+                   "protocol.step_budget=4", "logger=none", f"paths.results_dir={tmp_path}"])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    metrics = json.loads(next(tmp_path.rglob("metrics.json")).read_text())
+    assert metrics["memory_token_usage"]["controller"]["calls"] == 2
+    assert set(metrics["controller_decisions"]) == {"KEEP", "ARCHIVE", "REVISE", "ADD"}
+    assert "controller_fallbacks" in metrics and metrics["memory_tokens"] > 0
+    assert 0 < metrics["controller_token_share"] < 1

@@ -1,0 +1,361 @@
+"""G-Memory baseline: query graph (Eq. 1-4), insight graph and maintenance, method wiring."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+import pytest
+from doubles import FakeEmbedder, FakeLLM
+
+from conftest import run_py
+from memarena.core import (
+    Feedback,
+    MemoryQuery,
+    Observation,
+    Outcome,
+    Step,
+    Task,
+    Trajectory,
+)
+from memarena.memory.base import MemoryServices
+from memarena.memory.gmemory import GMemory
+from memarena.memory.gmemory.insights import InsightGraph, maintain, merge_groups
+from memarena.memory.gmemory.interaction import (
+    build_interaction_graph,
+    extract_key_steps,
+    heuristic_key_steps,
+)
+from memarena.memory.gmemory.query_graph import QueryGraph, QueryNode
+
+
+def step(action: str, progress: float = 0.0, changed: bool = False, valid: bool = True) -> Step:
+    return Step(action, f"after {action}", 0.0, progress, Feedback(valid, changed))
+
+
+def traj(task_id: str, goal: str, steps: list[Step] | None = None) -> Trajectory:
+    task = Task(id=task_id, env="pddl", split="train", domain="d", goal=goal)
+    steps = steps if steps is not None else [step("pick a", 0.5, True), step("put a", 1.0, True)]
+    return Trajectory(task=task, initial_observation="start", steps=steps)
+
+
+def outcome(success: bool) -> Outcome:
+    return Outcome(success=success, progress=1.0 if success else 0.0, steps=2, status="success")
+
+
+def query(task_id: str, goal: str) -> MemoryQuery:
+    task = Task(id=task_id, env="pddl", split="test", domain="d", goal=goal)
+    return MemoryQuery(task=task, observation=Observation(text="start", goal=goal))
+
+
+def make(llm: FakeLLM | None = None, **kw) -> GMemory:
+    services = MemoryServices(llm_factory=lambda: llm, embedder_factory=FakeEmbedder)
+    return GMemory(services=services, env_name="pddl", **kw)
+
+
+# -- interaction graphs and key steps -------------------------------------------------------------
+def test_interaction_graph_is_a_chain_of_utterances():
+    graph = build_interaction_graph(traj("t", "g"))
+    # initial observation + (action, observation) per step = 1 + 2 * 2 nodes, 4 edges
+    assert graph.number_of_nodes() == 5 and list(graph.edges) == [(0, 1), (1, 2), (2, 3), (3, 4)]
+    assert [graph.nodes[n]["speaker"] for n in graph] == ["env", "agent", "env", "agent", "env"]
+
+
+def test_key_steps_one_batched_call_and_fallbacks():
+    steps = [step("look"), step("pick", 0.5, True), step("bad", valid=False), step("put", 1.0)]
+    trajs = [traj("a", "g", steps), traj("b", "g", steps), traj("c", "g", steps)]
+    llm = FakeLLM(
+        [
+            json.dumps({"key_steps": [{"step": 4, "why": "done"}, {"step": 2, "why": "x"}]}),
+            json.dumps({"key_steps": [{"step": 9, "why": "out of range"}]}),
+            "not json",
+        ]
+    )
+    usage: dict[str, int] = {}
+    out = extract_key_steps(llm, trajs, max_key_steps=5, usage=usage)
+    assert llm.batches == 1 and len(llm.requests) == 3
+    assert all(r.json_schema is not None for r in llm.requests)
+    # 1-based 4, 2 -> 0-based sorted [1, 3]; the other two fall back to progress steps 1, 3
+    assert out == [[1, 3], [1, 3], [1, 3]]
+    assert llm.usage.fallbacks == {"gmemory_key_steps": 2}
+    assert usage == {"calls": 1, "prompt_tokens": 30, "completion_tokens": 9}
+
+
+def test_heuristic_key_steps_progress_then_changes_capped_or_last_steps():
+    steps = [step("a", 0.0, True), step("b", 0.5), step("c"), step("d", 0.5, True)]
+    # progress rose at index 1; index 0 and 3 changed the state -> [1, 0, 3] capped at 2 -> [0, 1]
+    assert heuristic_key_steps(traj("t", "g", steps), 2) == [0, 1]
+    nothing = [step("x"), step("y"), step("z")]
+    assert heuristic_key_steps(traj("t", "g", nothing), 2) == [1, 2]
+
+
+# -- query graph ----------------------------------------------------------------------------------
+def node(qid: str, status: str = "Resolved") -> QueryNode:
+    return QueryNode(id=qid, goal=qid, status=status)
+
+
+def test_query_graph_links_by_threshold_and_k():
+    graph = QueryGraph(link_k=2, link_threshold=0.7)
+    graph.add(node("a"), np.array([1.0, 0.0]))
+    graph.add(node("b"), np.array([0.9, 0.1]))  # cos(a, b) = 0.994 -> linked
+    graph.add(node("c"), np.array([0.0, 1.0]))  # cos(c, a) = 0, cos(c, b) = 0.11 -> none
+    assert sorted(graph.graph.edges("b")) == [("b", "a")] and list(graph.graph.edges("c")) == []
+    # d is similar to a and b (>= 0.7) but link_k = 2 keeps the two best: b (0.99), a (0.95)
+    graph.add(node("e"), np.array([0.8, 0.2]))
+    linked = graph.add(node("d"), np.array([0.95, 0.3]))
+    assert linked == ["e", "b"] and "a" not in graph.graph["d"]
+    assert graph.add(node("d"), np.array([1.0, 0.0])) == [] and len(graph) == 4 + 0 + 0 + 1
+
+
+def test_query_graph_top_k_and_one_hop_expansion_deterministic_ties():
+    graph = QueryGraph(link_k=10, link_threshold=0.99)
+    graph.add(node("a"), np.array([1.0, 0.0, 0.0]))
+    graph.add(node("b"), np.array([1.0, 0.0, 0.0]))  # tie with a; linked to a (cos 1)
+    graph.add(node("c"), np.array([0.0, 1.0, 0.0]))
+    graph.add(node("d"), np.array([0.0, 1.0, 0.0]))  # linked to c
+    graph.add(node("e"), np.array([0.0, 0.0, 1.0]))
+    top, expanded = graph.retrieve(np.array([0.0, 1.0, 0.0]), k=1, hops=1)
+    assert top == ["c"] and expanded == ["c", "d"]  # tie c/d -> insertion order; d via 1 hop
+    top, expanded = graph.retrieve(np.array([1.0, 0.1, 0.0]), k=1, hops=0)
+    assert top == ["a"] and expanded == ["a"]
+    top, expanded = graph.retrieve(np.array([1.0, 0.1, 0.0]), k=3, hops=1)
+    assert top == ["a", "b", "c"] and expanded == ["a", "b", "c", "d"]
+
+
+def test_query_graph_round_trip_and_chunked_matrix():
+    graph = QueryGraph()
+    rng = np.random.default_rng(0)
+    for i in range(1030):  # crosses one chunk of 1024 rows
+        graph.add(node(f"q{i}"), rng.normal(size=8))
+    blob = json.loads(json.dumps(graph.to_dict()))
+    again = QueryGraph()
+    again.load_dict(blob)
+    assert again.ids == graph.ids and np.array_equal(again.embeddings, graph.embeddings)
+    assert sorted(map(sorted, again.graph.edges())) == sorted(map(sorted, graph.graph.edges()))
+    probe = rng.normal(size=8)
+    assert again.retrieve(probe, 5) == graph.retrieve(probe, 5)
+
+
+# -- insight graph ---------------------------------------------------------------------------
+def test_rank_insights_by_overlap_then_score_then_id():
+    graph = InsightGraph()
+    i1 = graph.add("one", {"a"})  # overlap 1, score 2
+    i2 = graph.add("two", {"a", "b"})  # overlap 2
+    i3 = graph.add("three", {"b"}, score=5)  # overlap 1, score 5
+    graph.add("four", {"z"})  # no overlap
+    i5 = graph.add("five", {"c"})  # overlap 1, score 2, later id than i1
+    ranked = graph.rank_insights(["a", "b", "c"], top_b=10)
+    assert [i.id for i in ranked] == [i2.id, i3.id, i1.id, i5.id]
+    assert [i.id for i in graph.rank_insights(["a", "b", "c"], top_b=2)] == [i2.id, i3.id]
+
+
+def test_apply_ops_scores_and_deletion():
+    graph = InsightGraph()
+    counts = graph.apply([{"op": "ADD", "content": "check preconditions"}], ["q1"])
+    (ins,) = graph.insights.values()
+    assert counts["ADD"] == 1 and ins.score == 2 and ins.supports == {"q1"}  # ADD sets 2
+    graph.apply([{"op": "AGREE", "id": ins.id}], ["q2"])  # 2 + 1 = 3
+    graph.apply([{"op": "EDIT", "id": ins.id, "content": "new"}], ["q3"])  # 3 + 1 = 4
+    assert ins.score == 4 and ins.content == "new" and ins.supports == {"q1", "q2", "q3"}
+    graph.apply([{"op": "REMOVE", "id": ins.id}] * 3, ["q4"])  # 4 - 3 = 1, still there
+    assert ins.score == 1 and ins.id in graph.insights
+    counts = graph.apply([{"op": "REMOVE", "id": ins.id}, {"op": "AGREE", "id": ins.id}], [])
+    assert counts["deleted"] == 1 and len(graph) == 0  # 1 - 1 = 0 -> deleted; AGREE skipped
+
+
+def test_hyper_edges_from_shown_insights():
+    graph = InsightGraph()
+    old = graph.add("old", {"q0"})
+    graph.apply([{"op": "ADD", "content": "new"}], ["q1"], context={"q1": [old.id]})
+    assert sorted(graph.insights) == [old.id, "ins-2"]
+    assert graph.edges == [(old.id, "ins-2", "q1")]
+
+
+def test_maintain_parses_ops_and_malformed_changes_nothing():
+    graph = InsightGraph()
+    ins = graph.add("keep", {"q0"})
+    answer = {
+        "operations": [
+            {"op": "ADD", "content": "new lesson"},
+            {"op": "AGREE", "id": ins.id},
+            {"op": "REMOVE", "id": "ins-99"},  # unknown id: dropped, counted
+        ]
+    }
+    llm = FakeLLM([json.dumps(answer)])
+    usage: dict[str, int] = {}
+    ops = maintain(llm, ["Task: s"], ["Task: f"], graph, usage=usage)
+    assert ops == [{"op": "ADD", "content": "new lesson"}, {"op": "AGREE", "id": ins.id}]
+    assert llm.usage.fallbacks == {"gmemory_insights": 1} and usage["calls"] == 1
+    prompt = llm.requests[0].messages[1]["content"]
+    assert "[ins-1] keep" in prompt and "Task: s" in prompt and "Task: f" in prompt
+    bad = FakeLLM(['{"operations": "oops"', '{"groups": 3}'])
+    before = graph.to_dict()
+    assert maintain(bad, [], [], graph) == [] and merge_groups(bad, graph) == []
+    assert graph.to_dict() == before and bad.usage.fallbacks == {"gmemory_insights": 2}
+
+
+def test_merge_unions_supports_and_redirects_edges():
+    graph = InsightGraph()
+    a, b, c = graph.add("a", {"q1"}), graph.add("b", {"q2"}, score=4), graph.add("c", {"q3"})
+    graph.edges = [(c.id, b.id, "q3"), (a.id, b.id, "q2")]
+    removed = graph.merge([{"ids": [b.id, a.id], "content": "a and b"}, {"ids": [a.id]}])
+    assert removed == 1 and sorted(graph.insights) == [a.id, c.id]
+    merged = graph.insights[a.id]
+    assert merged.content == "a and b" and merged.supports == {"q1", "q2"} and merged.score == 4
+    assert graph.edges == [(c.id, a.id, "q3")]  # (a, b) became a self-loop and is dropped
+
+
+# -- the method ------------------------------------------------------------------------------
+def ops_answer(*ops) -> str:
+    return json.dumps({"operations": list(ops)})
+
+
+KEY = json.dumps({"key_steps": [{"step": 2, "why": "goal reached"}]})
+
+
+def test_schedule_maintenance_every_5_and_merge_every_20():
+    llm = FakeLLM(default=KEY)
+    memory = make(llm)
+    calls = []
+    memory.run_maintenance = lambda: calls.append(("maintain", memory.n_observed))
+    memory.run_merge = lambda: calls.append(("merge", memory.n_observed))
+    for i in range(40):
+        memory.observe(traj(f"t{i}", f"goal {i}"), outcome(i % 2 == 0))
+    assert [c for c in calls if c[0] == "maintain"] == [("maintain", n) for n in range(5, 41, 5)]
+    assert [c for c in calls if c[0] == "merge"] == [("merge", 20), ("merge", 40)]
+
+
+def test_observe_retrieve_slots_tokens_and_round_trip():
+    llm = FakeLLM()
+    memory = make(llm, k=2, n_successes=1, top_b=5)
+    goals = ["v:1,0,0", "v:0.9,0.1,0", "v:0,1,0", "v:0.1,0.9,0", "v:0,0,1"]
+    for i, goal in enumerate(goals):
+        llm.answers.append(KEY)  # key steps of task i
+        if i == 4:  # the 5th observation triggers maintenance
+            llm.answers.append(
+                ops_answer(
+                    {"op": "ADD", "content": "pick before put"}, {"op": "ADD", "content": "x"}
+                )
+            )
+        memory.observe(traj(f"t{i}", goal), outcome(success=i != 0))
+    assert len(memory.queries) == 5 and memory.queries.graph.number_of_edges() == 2
+    assert memory.queries.nodes["t1"].key_steps == [1]
+    assert len(memory.insights) == 2 and memory.insights.insights["ins-1"].supports == {
+        f"t{i}" for i in range(5)
+    }
+    assert memory.token_usage["key_steps"] == {
+        "calls": 5,
+        "prompt_tokens": 50,
+        "completion_tokens": 15,
+    }
+    assert memory.token_usage["insights"] == {
+        "calls": 1,
+        "prompt_tokens": 10,
+        "completion_tokens": 3,
+    }
+    assert memory.token_usage["merge"]["calls"] == 0
+
+    ctx = memory.retrieve(query("new", "v:1,0.05,0"))
+    # top-2: t0 (Failed), t1; expansion adds nothing new; n_successes=1 -> t1 only
+    assert list(ctx.slots) == ["past_successes", "insights"]
+    assert "Task: v:0.9,0.1,0 (Resolved)" in ctx.slots["past_successes"]
+    assert "step 2: > put a" in ctx.slots["past_successes"]
+    assert ctx.slots["insights"].splitlines()[1:] == ["1. pick before put", "2. x"]
+    assert ctx.memory_ids == ["t1", "ins-1", "ins-2"] and memory.shown["new"] == ["ins-1", "ins-2"]
+
+    state = json.loads(json.dumps(memory.state_dict()))
+    again = make(FakeLLM(), k=2, n_successes=1, top_b=5)
+    again.load_state_dict(state)
+    assert again.state_dict() == memory.state_dict()
+    assert again.retrieve(query("new", "v:1,0.05,0")) == ctx
+    metrics = memory.metrics()
+    assert metrics["memory_queries"] == 5 and metrics["memory_insights"] == 2
+    assert metrics["memory_token_usage"]["insights"]["calls"] == 1
+
+
+def test_after_task_receives_shown_insights_and_edges_follow():
+    llm = FakeLLM(default=KEY)
+    memory = make(llm, finetune_every=1)
+    seen = []
+    original = memory.after_task
+
+    def spy(query_id, trajectory, outcome_, retrieved_insight_ids):
+        seen.append((query_id, list(retrieved_insight_ids)))
+        original(query_id, trajectory, outcome_, retrieved_insight_ids)
+
+    memory.after_task = spy
+    llm.answers += [KEY, ops_answer({"op": "ADD", "content": "lesson"})]
+    memory.observe(traj("t0", "v:1,0"), outcome(True))
+    memory.retrieve(query("t1", "v:1,0.1"))
+    llm.answers += [KEY, ops_answer({"op": "ADD", "content": "second"})]
+    memory.observe(traj("t1", "v:1,0.1"), outcome(True))
+    assert seen == [("t0", []), ("t1", ["ins-1"])] and "t1" not in memory.shown
+    assert memory.insights.edges == [("ins-1", "ins-2", "t1")]
+
+
+def test_malformed_insight_output_counted_and_nothing_changes():
+    llm = FakeLLM(default="garbage")
+    memory = make(llm, finetune_every=1, merge_every=1)
+    memory.observe(traj("t0", "v:1,0"), outcome(False))
+    assert len(memory.insights) == 0
+    # key steps fell back (1) and maintenance fell back (1); merge skipped (< 2 insights)
+    assert memory.fallbacks == {"gmemory_insights": 1, "gmemory_key_steps": 1}
+    assert llm.usage.fallbacks == memory.fallbacks
+
+
+def test_empty_memory_retrieves_empty_context():
+    memory = make(FakeLLM())
+    assert memory.retrieve(query("x", "v:1,0")).slots == {}
+
+
+def test_use_llm_false_is_offline_rule_mode():
+    memory = make(None, use_llm=False, finetune_every=2)
+    fail = [step("pick a", 0.5, True), step("stack b", 0.5, False, valid=False)]
+    memory.observe(traj("t0", "v:1,0", fail), outcome(False))
+    memory.observe(traj("t1", "v:0,1"), outcome(True))  # resolved: no rule insight
+    (ins,) = memory.insights.insights.values()
+    assert ins.content == "Avoid 'stack b' when the task is: v:1,0"
+    memory.observe(traj("t2", "v:1,0", fail), outcome(False))
+    memory.observe(traj("t3", "v:0,1"), outcome(True))
+    assert ins.score == 3 and ins.supports == {"t0", "t2"}  # AGREE from t2: 2 + 1
+    assert memory.token_usage["key_steps"]["calls"] == 0
+
+
+def test_retrieval_over_many_queries_is_one_product():
+    graph = QueryGraph(link_threshold=1.1)  # no links: fast build
+    rng = np.random.default_rng(1)
+    for i in range(5000):
+        graph.add(node(f"q{i}"), rng.normal(size=16))
+    start = time.perf_counter()
+    top, expanded = graph.retrieve(rng.normal(size=16), k=3)
+    assert len(top) == 3 and expanded == top and time.perf_counter() - start < 5
+
+
+# -- end to end ----------------------------------------------------------------------------------
+def test_gmemory_end_to_end_with_embedded_model(tmp_path):
+    proc = run_py(
+        [
+            "method=gmemory",
+            "env=pddl",
+            "backbone=scripted",
+            "memory_backbone=smollm2_135m",
+            "protocol.max_train_tasks=3",
+            "protocol.max_eval_tasks=2",
+            "protocol.step_budget=4",
+            "logger=none",
+            f"paths.results_dir={tmp_path}",
+            f"paths.cache_dir={tmp_path}/cache",  # ${paths.cache_dir} resolves in memory_backbone
+        ]
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    metrics = json.loads(next(tmp_path.rglob("metrics.json")).read_text())
+    assert metrics["method"] == "gmemory" and metrics["memory_queries"] == 3
+    usage = metrics["memory_token_usage"]
+    assert usage["key_steps"]["calls"] == 3 and usage["key_steps"]["prompt_tokens"] > 0
+    assert set(usage) == {"key_steps", "insights", "merge"}
+    assert metrics["retrieval_calls"] == 2  # once per evaluated task (granularity "task")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    pytest.main([__file__])

@@ -1,0 +1,361 @@
+"""notebooks/evograph.ipynb on an empty results dir and on a small fake results tree (Table 1,
+Figure 3 cells and an EvoGraph-Mem memory snapshot), plus unit tests of
+memarena.results.evograph_report and the paper's stated numbers."""
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from conftest import ROOT, run_notebook
+from memarena.results import evograph_report as er
+from memarena.results.paper import paper_numbers
+
+EVOGRAPH_NB = ROOT / "notebooks" / "evograph.ipynb"
+PNG = b"\x89PNG\r\n\x1a\n"
+ENVS = {"pddl": "pddl", "hotpotqa": "hotpotqa_distractor", "fever": "fever_official"}
+
+
+def write_run(root, experiment, env, method, ablation, backbone, seed, metrics) -> Path:
+    part = f"{method}+{ablation.replace('/', '-')}" if ablation else method
+    run_dir = root / experiment / env / part / backbone / f"seed{seed}"
+    run_dir.mkdir(parents=True)
+    (run_dir / "config.yaml").write_text(
+        f"seed: {seed}\nmethod:\n  name: {method}\nenv:\n  name: {env}\n"
+    )
+    ids = {
+        "experiment": experiment,
+        "env": env,
+        "method": method,
+        "ablation": ablation,
+        "backbone": backbone,
+        "backbone_is_llm": True,
+        "seed": seed,
+    }
+    (run_dir / "metrics.json").write_text(json.dumps({**metrics, **ids}))
+    return run_dir
+
+
+def run_metrics(score: float, tokens: float, memory_tokens: int = 0, **extra) -> dict:
+    return {
+        "success_rate": score,
+        "progress_rate": score + 0.1,
+        "avg_steps": 5.0,
+        "n_episodes": 10,
+        "tokens_per_task": tokens,
+        "memory_tokens": memory_tokens,
+        **extra,
+    }
+
+
+def insight(iid, version, parent, active, content, pos, neg, trace):
+    return {
+        "id": iid,
+        "content": content,
+        "pos": pos,
+        "neg": neg,
+        "active": active,
+        "version": version,
+        "parent": parent,
+        "created_at": version,
+        "trace": trace,
+    }
+
+
+SNAPSHOT_STATE = {
+    "insights": [
+        insight(
+            "i0",
+            1,
+            None,
+            False,
+            "Verify claims by consulting multiple sources.",
+            ["q1"],
+            ["q2"],
+            [
+                {"query": "q1", "op": "ADD", "detail": "new"},
+                {"query": "q2", "op": "REVISE", "detail": "over-general"},
+            ],
+        ),
+        insight(
+            "i1",
+            2,
+            "i0",
+            False,
+            "Verify claims by cross-referencing sources.",
+            ["q1", "q2"],
+            ["q3"],
+            [{"query": "q3", "op": "REVISE", "detail": "needs context"}],
+        ),
+        insight(
+            "i2",
+            3,
+            "i1",
+            True,
+            "Verify claims by cross-referencing sources in context.",
+            ["q1", "q2", "q3"],
+            [],
+            [{"query": "q4", "op": "KEEP", "detail": "helped"}],
+        ),
+        insight(
+            "j0",
+            1,
+            None,
+            True,
+            "Pick up both balls first.",
+            ["p1"],
+            [],
+            [{"query": "p1", "op": "ADD", "detail": "new"}],
+        ),
+    ],
+    "edges": [["i0", "j0", "q1"], ["j0", "i2", "q3"]],
+}
+
+
+def build_fake_tree(root: Path) -> Path:
+    for bb, boost in (("gpt_4o_mini", 0.0), ("qwen2_5_7b", -0.05)):
+        for seed in (0, 1):
+            d = 0.01 * seed + boost
+            for setting, env in ENVS.items():
+                for method, (score, tokens) in {
+                    "none": (0.30, 1000.0),
+                    "gmemory": (0.40, 1600.0),
+                    "evograph": (0.44, 1700.0),
+                }.items():
+                    extra = {}
+                    if method == "evograph":
+                        extra = {
+                            "token_usage": {
+                                "controller": {"prompt_tokens": 300, "completion_tokens": 100},
+                                "retrieval": 600,
+                            }
+                        }
+                    run_dir = write_run(
+                        root,
+                        "evograph_table1",
+                        env,
+                        method,
+                        None,
+                        bb,
+                        seed,
+                        run_metrics(score + d, tokens, 500 if method != "none" else 0, **extra),
+                    )
+                    if method == "evograph" and setting == "fever" and seed == 0 and not boost:
+                        (run_dir / "memory").mkdir()
+                        (run_dir / "memory" / "memory.json").write_text(
+                            json.dumps(
+                                {"method": "evograph", "schema_version": 1, "state": SNAPSHOT_STATE}
+                            )
+                        )
+                for variant, score in (
+                    ("add_keep", 0.40),
+                    ("add_keep_archive", 0.42),
+                    ("all", 0.44),
+                ):
+                    write_run(
+                        root,
+                        "evograph_fig3",
+                        env,
+                        "evograph",
+                        f"evograph/{variant}",
+                        bb,
+                        seed,
+                        run_metrics(score + d, 1700.0),
+                    )
+    return root
+
+
+def params(results: Path, out: Path, case: Path | None = None) -> str:
+    return (
+        f"RESULTS_DIR = {str(results)!r}\nOUT_DIR = {str(out)!r}\n"
+        f"CASE_RUN_DIR = {str(case) if case else None!r}\nCASE_INSIGHT = None\n"
+    )
+
+
+def _texts(nb) -> str:
+    parts = []
+    for cell in nb.cells:
+        for o in cell.get("outputs", []):
+            parts.append(o.get("text", ""))
+            parts.append(str(o.get("data", {}).get("text/plain", "")))
+    return "\n".join(parts)
+
+
+def test_notebook_on_empty_results(tmp_path):
+    out = tmp_path / "out"
+    nb = run_notebook(EVOGRAPH_NB, params(tmp_path / "no_results", out))
+    text = _texts(nb)
+    for exp in ("evograph_table1", "evograph_fig3"):
+        assert er.command_for(exp) in text
+    assert "python run.py -m experiment=evograph_table1_hotpotqa" in text
+    assert "no EvoGraph-Mem memory snapshot found" in text
+    gains = pd.read_csv(out / "table1_gains.csv")
+    assert sorted(gains["paper_gain_pct"]) == [5.03, 10.44, 11.38, 21.75]
+    t2 = pd.read_csv(out / "table2.csv")
+    assert set(t2["paper_change_pct_vs_none"].dropna()) == {73.0, 72.7}
+    fig3 = pd.read_csv(out / "fig3.csv")
+    assert (fig3["ours"] == "-").all() and len(fig3) == 14
+    assert (out / "fig3_ablation.png").read_bytes()[:8] == PNG
+    assert not (out / "fig2_case_study.png").exists()
+
+
+def test_notebook_on_fake_results(tmp_path):
+    results, out = build_fake_tree(tmp_path / "results"), tmp_path / "out"
+    nb = run_notebook(EVOGRAPH_NB, params(results, out))
+    t1 = pd.read_csv(out / "table1.csv")
+    assert list(t1.columns[-3:]) == ["none", "gmemory", "evograph"]
+    assert set(t1["setting"]) == {"pddl", "hotpotqa", "fever"}
+    assert set(t1[t1["setting"] == "pddl"]["metric"]) == {"progress"}
+    gains = pd.read_csv(out / "table1_gains.csv")
+    row = gains[(gains["setting"] == "hotpotqa") & (gains["backbone"] == "gpt_4o_mini")].iloc[0]
+    assert row["runner_up"] == "gmemory" and row["gain_pp"] == pytest.approx(4.0)
+    assert row["paper_gain_pct"] == 21.75
+    t2 = pd.read_csv(out / "table2.csv")
+    evo = t2[(t2["variant"] == "evograph") & (t2["backbone"] == "gpt_4o_mini")].iloc[0]
+    assert evo["change_pct_vs_none"] == pytest.approx(70.0)
+    assert evo["paper_change_pct_vs_none"] == 73.0 and evo["paper_tokens_M"] == 6.4
+    assert evo["controller_token_share_pct"] == pytest.approx(40.0)
+    fig3 = pd.read_csv(out / "fig3.csv")
+    cell = fig3[
+        (fig3["setting"] == "pddl")
+        & (fig3["variant"] == "add_keep_archive")
+        & (fig3["backbone"] == "gpt_4o_mini")
+    ].iloc[0]
+    assert cell["paper"] == 34 and cell["n_seeds"] == 2
+    assert (out / "fig3_ablation.png").read_bytes()[:8] == PNG
+    versions = pd.read_csv(out / "case_study_versions.csv")
+    assert list(versions["id"]) == ["i0", "i1", "i2"]
+    assert list(versions["active"]) == [False, False, True]
+    trace = pd.read_csv(out / "case_study_trace.csv")
+    assert list(trace["op"]) == ["ADD", "REVISE", "REVISE", "KEEP"]
+    assert (out / "fig2_case_study.png").read_bytes()[:8] == PNG
+    assert "chain of 3 versions" in _texts(nb)
+
+
+def test_long_metrics_and_summary(tmp_path):
+    results = build_fake_tree(tmp_path / "r")
+    assert er.load_runs(results, "evograph_nope").empty
+    runs = er.load_runs(results, "evograph_fig3")
+    assert set(runs["variant_key"]) == set(er.FIG3_VARIANTS)
+    assert set(runs["setting"]) == {"pddl", "hotpotqa", "fever"}
+    s = er.summarize(er.long_metrics(runs))
+    pddl = s[
+        (s["setting"] == "pddl") & (s["variant"] == "all") & (s["backbone"] == "gpt_4o_mini")
+    ].set_index("metric")
+    assert pddl.loc["progress", "mean"] == pytest.approx(54.5)  # (0.54 + 0.55) / 2 in percent
+    assert pddl.loc["progress", "std"] == pytest.approx(0.7071, abs=1e-4)
+    assert "em" not in pddl.index
+    fever = s[(s["setting"] == "fever") & (s["metric"] == "em")]
+    assert not fever.empty
+
+
+def test_purpose_tokens_and_shares():
+    row = {
+        "token_usage/controller/prompt_tokens": 30,
+        "token_usage/controller/completion_tokens": 10,
+        "token_usage/retrieval/total": 60,
+        "token_usage/retrieval/prompt_tokens": 50,
+        "token_usage/summary": 100,
+        "token_usage/summary_calls": None,
+    }
+    assert er.purpose_tokens(row) == {"controller": 40, "retrieval": 60, "summary": 100}
+    runs = pd.DataFrame(
+        [
+            {
+                "experiment": "e",
+                "env": "fever_official",
+                "method": "evograph",
+                "backbone": "b",
+                "seed": 0,
+                "success_rate": 0.5,
+                "n_episodes": 4,
+                "tokens_per_task": 100.0,
+                "memory_tokens": 100,
+                **row,
+            }
+        ]
+    )
+    long = er.long_metrics(runs).set_index("metric")["value"]
+    assert long["em"] == 50.0 and long["memory_token_share_pct"] == 25.0
+    assert long["controller_token_share_pct"] == pytest.approx(20.0)
+
+
+def test_gains_and_table2():
+    summary = pd.DataFrame(
+        {
+            "setting": ["pddl"] * 3 + ["fever"] * 3 + ["pddl"] * 3,
+            "backbone": ["b"] * 9,
+            "variant": ["none", "gmemory", "evograph"] * 3,
+            "metric": ["progress"] * 3 + ["tokens_per_task"] * 6,
+            "mean": [20.0, 40.0, 50.0, 100.0, 150.0, 180.0, 300.0, 450.0, 500.0],
+            "std": [float("nan")] * 9,
+            "n_seeds": [1] * 9,
+        }
+    )
+    g = er.gains(summary).iloc[0]
+    assert g["runner_up"] == "gmemory" and g["gain_pp"] == 10.0
+    assert g["gain_rel_pct"] == 25.0 and g["gain_rel_pct_vs_none"] == 150.0
+    t2 = er.table2(summary).set_index("variant")
+    assert list(t2.index) == ["none", "gmemory", "evograph"]
+    assert t2.loc["evograph", "tokens_per_task"] == 340.0
+    assert t2.loc["evograph", "change_pct_vs_none"] == 70.0
+    assert t2.loc["none", "change_pct_vs_none"] == 0.0
+    assert er.table2(er.summarize(er.long_metrics(pd.DataFrame()))).empty
+    assert er.gains(er.summarize(er.long_metrics(pd.DataFrame()))).empty
+
+
+def test_version_chain_and_tables(tmp_path):
+    chain = er.version_chain(SNAPSHOT_STATE)
+    assert [i["id"] for i in chain] == ["i0", "i1", "i2"]
+    assert [i["id"] for i in er.version_chain(SNAPSHOT_STATE, "i1")] == ["i0", "i1", "i2"]
+    assert [i["id"] for i in er.version_chain(SNAPSHOT_STATE, "j0")] == ["j0"]
+    with pytest.raises(KeyError):
+        er.version_chain(SNAPSHOT_STATE, "zz")
+    assert er.version_chain({"insights": []}) == []
+    v = er.versions_table(chain)
+    assert list(v["n_pos"]) == [1, 2, 3] and list(v["n_neg"]) == [1, 1, 0]
+    assert len(er.trace_table(chain)) == 4
+    run = tmp_path / "run"
+    (run / "memory").mkdir(parents=True)
+    assert er.load_snapshot(run) is None
+    (run / "memory" / "memory.json").write_text(
+        json.dumps({"method": "evograph", "schema_version": 1, "state": SNAPSHOT_STATE})
+    )
+    assert er.load_snapshot(run)["edges"] == SNAPSHOT_STATE["edges"]
+    assert er.find_snapshots(tmp_path) == [run]
+    path, _ = er.figure_chain(chain, tmp_path / "out")
+    assert path.read_bytes()[:8] == PNG
+
+
+def test_paper_numbers_csv():
+    df = paper_numbers("evograph")
+    assert list(df.columns) == [
+        "table",
+        "setting",
+        "backbone",
+        "variant",
+        "metric",
+        "value",
+        "source",
+    ]
+    assert df["source"].str.len().gt(5).all()
+    assert df["source"].str.match(r"^(L\d+|derived: )").all()
+    key = df.set_index(["table", "setting", "backbone", "variant", "metric"])["value"]
+    assert key[("table1_prose", "pddl", "gpt-4o-mini", "evograph", "progress_gain_pct")] == 10.44
+    assert key[("table1_prose", "hotpotqa", "qwen2.5-7b", "evograph", "em_gain_pct")] == 5.03
+    assert (
+        key[("table2_prose", "all", "qwen2.5-7b", "evograph", "token_change_pct_vs_none")] == 72.7
+    )
+    assert key[("table2_prose", "all", "gpt-4o-mini", "gmemory", "tokens_M")] == 6.2
+    assert key[("fig3", "fever", "qwen2.5-7b", "all", "em")] == 65
+    assert key[("fig3", "pddl", "gpt-4o-mini", "add_keep_archive", "progress")] == 34
+    # derived add+keep = full - stated gain, consistent with the values L178 states directly
+    for setting, metric in (("hotpotqa", "em"), ("pddl", "progress"), ("fever", "em")):
+        for bb in ("gpt-4o-mini", "qwen2.5-7b"):
+            full = key[("fig3", setting, bb, "all", metric)]
+            delta = key[("fig3", setting, bb, "add_keep", "delta_pp_vs_all")]
+            assert key[("fig3", setting, bb, "add_keep", metric)] == full + delta
+    derived = df[df["source"].str.startswith("derived")]
+    assert len(derived) == 8
+    assert not df.duplicated(["table", "setting", "backbone", "variant", "metric"]).any()
