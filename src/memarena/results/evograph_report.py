@@ -31,9 +31,16 @@ from typing import Any
 
 import pandas as pd
 
-from memarena.results.collect import collect, format_mean_std
-from memarena.results.memco_report import backbone_key, variant_key, write_table
+from memarena.results.collect import format_mean_std
 from memarena.results.paper import paper_numbers
+from memarena.results.report_common import (  # noqa: F401  (re-exported for the notebook)
+    backbone_key,
+    experiment_runs,
+    save_figure,
+    variant_key,
+    write_table,
+)
+from memarena.results.report_common import report_missing as _report_missing
 
 __all__ = ["backbone_key", "variant_key", "write_table"]  # re-exported for the notebook
 
@@ -76,27 +83,15 @@ def setting_of(env: object) -> str:
 def load_runs(results_dir: str | Path, experiment: str) -> pd.DataFrame:
     """The run rows of ``experiment`` (empty frame when it has no results yet), with
     ``variant_key`` and ``setting`` added."""
-    root = Path(results_dir) / experiment
-    try:
-        runs = collect(root)
-    except FileNotFoundError:
-        return pd.DataFrame()
-    runs = runs[runs["experiment"] == experiment].copy()
-    abl = runs["ablation"] if "ablation" in runs.columns else [None] * len(runs)
-    runs["variant_key"] = [variant_key(m, a) for m, a in zip(runs["method"], abl, strict=True)]
-    runs["setting"] = runs["env"].map(setting_of)
-    return runs.reset_index(drop=True)
+    runs = experiment_runs(results_dir, experiment)
+    if not runs.empty:
+        runs["setting"] = runs["env"].map(setting_of)
+    return runs
 
 
 def report_missing(runs: pd.DataFrame, experiment: str) -> bool:
     """Print the one-line hint when ``experiment`` has no results; True when it has some."""
-    if runs.empty:
-        print(
-            f"no results for {experiment} yet: `{command_for(experiment)}` produces them; "
-            "showing the paper's numbers alone"
-        )
-        return False
-    return True
+    return _report_missing(runs, experiment, command_for(experiment))
 
 
 def _num(value: Any) -> float | None:
@@ -118,7 +113,8 @@ def purpose_tokens(run: pd.Series | dict) -> dict[str, float]:
     """
     leaves: dict[str, dict[str, float]] = {}
     for key, value in dict(run).items():
-        if not str(key).startswith("token_usage/"):
+        key = str(key).removeprefix("memory_")  # memory_token_usage/... (G-Memory family)
+        if not key.startswith("token_usage/"):
             continue
         v = _num(value)
         if v is None:
@@ -399,14 +395,6 @@ def fig3_beside_paper(summary: pd.DataFrame) -> pd.DataFrame:
 # figures
 
 
-def _save(fig, out_dir: str | Path, name: str) -> Path:
-    path = Path(out_dir) / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    return path
-
-
 def figure_fig3(summary: pd.DataFrame, out_dir: str | Path, name: str = "fig3_ablation.png"):
     """Figure 3: bars of our score per controller variant (one group per backbone) on
     HotpotQA, PDDL, FEVER; the paper's stated / derived values as red (GPT-4o-mini) and dark
@@ -455,7 +443,7 @@ def figure_fig3(summary: pd.DataFrame, out_dir: str | Path, name: str = "fig3_ab
         ax.set_xticks(range(len(variants)), [v.replace("_", "+") for v in variants])
         ax.set_title(f"{setting} ({SCORE[setting]}, %)")
         ax.legend(fontsize="x-small")
-    return _save(fig, out_dir, name), fig
+    return save_figure(fig, out_dir, name), fig
 
 
 # --------------------------------------------------------------------------------------------
@@ -641,4 +629,4 @@ def figure_chain(chain: Sequence[dict], out_dir: str | Path, name: str = "fig2_c
     ax.set_ylim(-1.2, 1.2)
     ax.axis("off")
     ax.set_title("insight version chain (oldest left)")
-    return _save(fig, out_dir, name), fig
+    return save_figure(fig, out_dir, name), fig

@@ -22,8 +22,16 @@ from pathlib import Path
 
 import pandas as pd
 
-from memarena.results.collect import collect, format_mean_std
+from memarena.results.collect import format_mean_std
 from memarena.results.paper import paper_numbers
+from memarena.results.report_common import (  # noqa: F401  (re-exported for the notebook)
+    backbone_key,
+    experiment_runs,
+    save_figure,
+    variant_key,
+    write_table,
+)
+from memarena.results.report_common import report_missing as _report_missing
 
 EXPERIMENTS = {
     "table1": "memco_table1",
@@ -85,21 +93,6 @@ def command_for(experiment: str) -> str:
     return "; ".join(f"python run.py -m experiment={c}" for c in configs)
 
 
-def variant_key(method: str, ablation: object) -> str:
-    """``method`` without ablation, else the ablation's last name component."""
-    if ablation is None or (isinstance(ablation, float) and math.isnan(ablation)):
-        return str(method)
-    text = str(ablation)
-    if text in ("", "none", "null"):
-        return str(method)
-    return re.split(r"[/\-]", text)[-1]
-
-
-def backbone_key(name: object) -> str:
-    """Lower-case letters and digits only: ``Qwen3-32B`` and ``qwen3_32b`` match."""
-    return re.sub(r"[^a-z0-9]", "", str(name).lower())
-
-
 def _step_budget(run_dir: str) -> float:
     path = Path(run_dir) / "config.yaml"
     if not path.exists():
@@ -113,27 +106,15 @@ def _step_budget(run_dir: str) -> float:
 def load_runs(results_dir: str | Path, experiment: str) -> pd.DataFrame:
     """The run rows of ``experiment`` (empty frame when it has no results yet), with
     ``variant_key`` and ``step_budget`` (from each run's config.yaml) added."""
-    root = Path(results_dir) / experiment
-    try:
-        runs = collect(root)
-    except FileNotFoundError:
-        return pd.DataFrame()
-    runs = runs[runs["experiment"] == experiment].copy()
-    abl = runs["ablation"] if "ablation" in runs.columns else [None] * len(runs)
-    runs["variant_key"] = [variant_key(m, a) for m, a in zip(runs["method"], abl, strict=True)]
-    runs["step_budget"] = [_step_budget(d) for d in runs["run_dir"]]
-    return runs.reset_index(drop=True)
+    runs = experiment_runs(results_dir, experiment)
+    if not runs.empty:
+        runs["step_budget"] = [_step_budget(d) for d in runs["run_dir"]]
+    return runs
 
 
 def report_missing(runs: pd.DataFrame, experiment: str) -> bool:
     """Print the one-line hint when ``experiment`` has no results; True when it has some."""
-    if runs.empty:
-        print(
-            f"no results for {experiment} yet: `{command_for(experiment)}` produces them; "
-            "showing the paper's numbers alone"
-        )
-        return False
-    return True
+    return _report_missing(runs, experiment, command_for(experiment))
 
 
 def _find(columns: Sequence[str], names: Sequence[str]) -> str | None:
@@ -323,14 +304,6 @@ def blocks(
 # figures
 
 
-def _save(fig, out_dir: str | Path, name: str) -> Path:
-    path = Path(out_dir) / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    return path
-
-
 def _lambda_of(variant: str) -> float:
     m = re.fullmatch(r"lambda_([0-9.]+)", str(variant))
     return float(m.group(1)) if m else math.nan
@@ -362,7 +335,7 @@ def figure_threshold(summary: pd.DataFrame, out_dir: str | Path, name="fig4ab_th
         ax.set_ylabel("accuracy (%)")
         ax.set_title(f"ALFWorld {split} (paper range dotted)")
         ax.legend(fontsize="small")
-    return _save(fig, out_dir, name), fig
+    return save_figure(fig, out_dir, name), fig
 
 
 def figure_variants(
@@ -410,7 +383,7 @@ def figure_variants(
         ax.set_xticks(range(len(variants)), variants, rotation=30, ha="right")
         ax.set_title(metric + (" (%)" if metric == "accuracy" else ""))
         ax.legend(fontsize="x-small")
-    return _save(fig, out_dir, name), fig
+    return save_figure(fig, out_dir, name), fig
 
 
 def figure_memory_cost(
@@ -439,7 +412,7 @@ def figure_memory_cost(
         ax.set_xticks(range(len(variants)), variants, rotation=30, ha="right")
         ax.set_title(metric)
         ax.legend(fontsize="x-small")
-    return _save(fig, out_dir, name), fig
+    return save_figure(fig, out_dir, name), fig
 
 
 def figure_budget(summary: pd.DataFrame, out_dir: str | Path, name: str = "fig3d_budget.png"):
@@ -465,7 +438,7 @@ def figure_budget(summary: pd.DataFrame, out_dir: str | Path, name: str = "fig3d
         ax.set_ylabel("accuracy (%)")
         ax.set_title(f"ALFWorld {split}")
         ax.legend(fontsize="x-small")
-    return _save(fig, out_dir, name), fig
+    return save_figure(fig, out_dir, name), fig
 
 
 def deltas_from(summary: pd.DataFrame, control: str = "memco") -> pd.DataFrame:
@@ -509,12 +482,4 @@ def figure_deltas(deltas: pd.DataFrame, out_dir: str | Path, name: str = "fig5_f
         ax.set_xticks(range(len(variants)), variants, rotation=30, ha="right")
         ax.set_title("Δ accuracy (pp)" if metric == "accuracy" else "Δ steps")
         ax.legend(fontsize="x-small")
-    return _save(fig, out_dir, name), fig
-
-
-def write_table(df: pd.DataFrame, out_dir: str | Path, name: str) -> Path:
-    """Write ``df`` as ``<name>.csv`` into ``out_dir`` (index kept when it is not a range)."""
-    path = Path(out_dir) / f"{name}.csv"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    df.to_csv(path, index=not isinstance(df.index, pd.RangeIndex))
-    return path
+    return save_figure(fig, out_dir, name), fig

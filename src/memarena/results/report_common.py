@@ -1,0 +1,67 @@
+"""Helpers shared by the per-paper report modules (``memco_report``, ``evograph_report``):
+reading one experiment's runs, the "no results yet" hint, and writing tables and figures."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import pandas as pd
+
+from memarena.results.collect import collect
+
+
+def variant_key(method: str, ablation: object) -> str:
+    """``method`` without ablation, else the ablation's last name component."""
+    if ablation is None or (isinstance(ablation, float) and math.isnan(ablation)):
+        return str(method)
+    text = str(ablation)
+    if text in ("", "none", "null"):
+        return str(method)
+    return re.split(r"[/\-]", text)[-1]
+
+
+def backbone_key(name: object) -> str:
+    """Lower-case letters and digits only: ``Qwen3-32B`` and ``qwen3_32b`` match."""
+    return re.sub(r"[^a-z0-9]", "", str(name).lower())
+
+
+def experiment_runs(results_dir: str | Path, experiment: str) -> pd.DataFrame:
+    """The run rows of ``experiment`` with ``variant_key`` added (empty frame when it has no
+    results yet)."""
+    try:
+        runs = collect(Path(results_dir) / experiment)
+    except FileNotFoundError:
+        return pd.DataFrame()
+    runs = runs[runs["experiment"] == experiment].copy()
+    abl = runs["ablation"] if "ablation" in runs.columns else [None] * len(runs)
+    runs["variant_key"] = [variant_key(m, a) for m, a in zip(runs["method"], abl, strict=True)]
+    return runs.reset_index(drop=True)
+
+
+def report_missing(runs: pd.DataFrame, experiment: str, command: str) -> bool:
+    """Print the one-line hint when ``experiment`` has no results; True when it has some."""
+    if runs.empty:
+        print(
+            f"no results for {experiment} yet: `{command}` produces them; "
+            "showing the paper's numbers alone"
+        )
+        return False
+    return True
+
+
+def save_figure(fig, out_dir: str | Path, name: str) -> Path:
+    path = Path(out_dir) / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    return path
+
+
+def write_table(df: pd.DataFrame, out_dir: str | Path, name: str) -> Path:
+    """Write ``df`` as ``<name>.csv`` into ``out_dir`` (index kept when it is not a range)."""
+    path = Path(out_dir) / f"{name}.csv"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    df.to_csv(path, index=not isinstance(df.index, pd.RangeIndex))
+    return path
