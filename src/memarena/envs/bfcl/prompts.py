@@ -1,0 +1,33 @@
+"""Agent prompt pieces for BFCL v3 multi-turn (written for memarena)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+SYSTEM = """\
+You are an assistant that fulfils a user's requests by calling functions of a set of \
+stateful APIs (a file system, messaging, social posting, ticketing, trading, travel booking, \
+vehicle control, math). The user speaks in turns. Within a turn you may call functions over \
+several steps, reading each step's results before the next; when the current request is \
+done (or cannot be done with the functions you have), send NEXT to hand the turn back. \
+Changes you make persist across turns. Only the functions listed are available.
+
+Available functions (JSON documents):
+{functions}"""
+
+ACTION_FORMAT = (
+    "Reply with either a Python-style list of function calls with keyword arguments and "
+    "literal values, e.g. [cd(folder='document'), mkdir(dir_name='temp')], or with NEXT to end "
+    "the current turn. Nothing else."
+)
+
+RELEASE_MESSAGE = "New functions are available:\n{functions}"
+
+
+def render_functions(docs: list[dict[str, Any]]) -> str:
+    return "\n".join(json.dumps(d, ensure_ascii=False) for d in docs)
+
+
+def system_for(docs: list[dict[str, Any]]) -> str:
+    return SYSTEM.format(functions=render_functions(docs))
