@@ -55,3 +55,14 @@ def run_notebook(path: Path, parameters: str):
         nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
     ).execute()
     return nb
+
+
+def notebook_text(nb) -> str:
+    """Everything an executed notebook printed or displayed (text, markdown, plain reprs)."""
+    parts = []
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            parts += [out.get("text", ""), str(data.get("text/markdown", "")),
+                      str(data.get("text/plain", ""))]
+    return "\n".join(parts)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from conftest import ROOT, run_notebook
+from conftest import ROOT, notebook_text, run_notebook
 from memarena.results import evograph_report as er
 from memarena.results.paper import paper_numbers
 
@@ -173,19 +173,10 @@ def params(results: Path, out: Path, case: Path | None = None) -> str:
     )
 
 
-def _texts(nb) -> str:
-    parts = []
-    for cell in nb.cells:
-        for o in cell.get("outputs", []):
-            parts.append(o.get("text", ""))
-            parts.append(str(o.get("data", {}).get("text/plain", "")))
-    return "\n".join(parts)
-
-
 def test_notebook_on_empty_results(tmp_path):
     out = tmp_path / "out"
     nb = run_notebook(EVOGRAPH_NB, params(tmp_path / "no_results", out))
-    text = _texts(nb)
+    text = notebook_text(nb)
     for exp in ("evograph_table1", "evograph_fig3"):
         assert er.command_for(exp) in text
     assert "python run.py -m experiment=evograph_table1_hotpotqa" in text
@@ -230,7 +221,7 @@ def test_notebook_on_fake_results(tmp_path):
     trace = pd.read_csv(out / "case_study_trace.csv")
     assert list(trace["op"]) == ["ADD", "REVISE", "REVISE", "KEEP"]
     assert (out / "fig2_case_study.png").read_bytes()[:8] == PNG
-    assert "chain of 3 versions" in _texts(nb)
+    assert "chain of 3 versions" in notebook_text(nb)
 
 
 def test_long_metrics_and_summary(tmp_path):

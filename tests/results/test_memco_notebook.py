@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from conftest import ROOT, run_notebook
+from conftest import ROOT, notebook_text, run_notebook
 from memarena.results import memco_report as mr
 from memarena.results.paper import paper_numbers
 
@@ -125,19 +125,10 @@ def params(results: Path, out: Path) -> str:
     return f"RESULTS_DIR = {str(results)!r}\nOUT_DIR = {str(out)!r}\n"
 
 
-def _texts(nb) -> str:
-    parts = []
-    for cell in nb.cells:
-        for o in cell.get("outputs", []):
-            parts.append(o.get("text", ""))
-            parts.append(str(o.get("data", {}).get("text/markdown", "")))
-    return "\n".join(parts)
-
-
 def test_notebook_on_empty_results(tmp_path):
     out = tmp_path / "out"
     nb = run_notebook(MEMCO_NB, params(tmp_path / "no_results", out))
-    text = _texts(nb)
+    text = notebook_text(nb)
     for exp in mr.EXPERIMENTS.values():
         assert mr.command_for(exp) in text
     assert "python run.py -m experiment=memco_table1_alfworld" in text
@@ -171,7 +162,7 @@ def test_notebook_on_fake_results(tmp_path):
     paired = pd.read_csv(out / "appH_paired.csv")
     assert set(paired["baseline"]) == {"icl", "gmemory"}
     assert set(paired["metric"]) == {"accuracy", "steps"} and "p_holm" in paired
-    assert "memco_table12" in _texts(nb)  # missing sections still say how to get them
+    assert "memco_table12" in notebook_text(nb)  # missing sections still say how to get them
 
 
 def test_variant_and_backbone_keys():
