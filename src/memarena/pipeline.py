@@ -255,8 +255,8 @@ def acquire(parts: Parts, cfg: DictConfig, policy: Backbone) -> None:
 def _snapshot_dir(source: str) -> Path:
     """The memory folder of ``protocol.snapshot_from`` (a run directory or its memory/)."""
     path = Path(source)
-    for folder in (path / "memory", path):
-        if (folder / "SNAPSHOT_COMPLETE").exists():
+    for folder in (path / files.MEMORY_DIR, path):
+        if (folder / files.SNAPSHOT_DONE).exists():
             return folder
     raise ConfigError(
         f"protocol.snapshot_from={source} holds no complete memory snapshot (memory/"

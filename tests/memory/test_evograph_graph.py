@@ -17,6 +17,7 @@ from memarena.memory.evograph.controller import (
     ControllerItem,
     Decision,
     GraphController,
+    apply_decision,
     controller_schema,
 )
 from memarena.memory.evograph.insight_graph import EvoInsight, InsightGraph
@@ -221,7 +222,7 @@ def test_controller_batch_applies_every_operation():
     assert json_matches_schema(json.dumps(out1), schema)
     assert schema["properties"][k]["properties"]["op"]["enum"] == ["KEEP", "ARCHIVE", "REVISE"]
     assert decisions[1] == Decision()
-    new_ids = ctl.apply(g, decisions[0], "q2", resolved=True)
+    new_ids = apply_decision(g, decisions[0], "q2", resolved=True)
     assert len(new_ids) == 2
     rev, added = new_ids
     assert state(g, k) == ("keep me", {"q1", "q2"}, set(), True)
@@ -241,7 +242,7 @@ def test_failed_task_adds_no_edges():
     llm = ScriptedLLM([{k: {"op": "KEEP", "revision": ""}, "add": True, "insight": "lesson"}])
     ctl = GraphController(llm)
     (decision,) = ctl.decide([item("q2", [k], g, "Failed")])
-    new_ids = ctl.apply(g, decision, "q2", resolved=False)
+    new_ids = apply_decision(g, decision, "q2", resolved=False)
     assert len(new_ids) == 1 and g.edges == []
 
 
@@ -266,7 +267,7 @@ def test_malformed_output_is_counted_fallback_and_changes_nothing(output):
     ctl = GraphController(llm)
     (decision,) = ctl.decide([item("q2", [k], g)])
     assert decision.fallback and decision.ops == {} and not decision.add
-    assert ctl.apply(g, decision, "q2", resolved=True) == []
+    assert apply_decision(g, decision, "q2", resolved=True) == []
     assert g.to_dict() == before
     assert ctl.fallbacks == 1 and ctl.stats["fallbacks"] == 1
     assert llm.usage.fallbacks == {"evograph_controller": 1}

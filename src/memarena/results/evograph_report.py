@@ -36,6 +36,7 @@ from memarena.results.paper import paper_numbers
 from memarena.results.report_common import (  # noqa: F401  (re-exported for the notebook)
     backbone_key,
     experiment_runs,
+    mean_bars,
     save_figure,
     variant_key,
     write_table,
@@ -418,16 +419,7 @@ def figure_fig3(summary: pd.DataFrame, out_dir: str | Path, name: str = "fig3_ab
             sub = ours[(ours["setting"] == setting) & (ours["backbone"] == backbone)]
             sub = sub.set_index("variant")
             xs = [i + (j - (n - 1) / 2) * width for i in range(len(variants))]
-            means = [sub["mean"].get(v, math.nan) for v in variants]
-            stds = [sub["std"].get(v, math.nan) for v in variants]
-            ax.bar(
-                xs,
-                means,
-                width,
-                yerr=[0 if pd.isna(s) else s for s in stds],
-                capsize=2,
-                label=f"ours {backbone}",
-            )
+            mean_bars(ax, xs, sub, variants, width, f"ours {backbone}")
         in_setting = paper[paper["setting"] == setting]
         for k, (pbackbone, grp) in enumerate(in_setting.groupby("backbone")):
             pv = grp.set_index("variant")["value"]

@@ -27,6 +27,7 @@ from memarena.results.paper import paper_numbers
 from memarena.results.report_common import (  # noqa: F401  (re-exported for the notebook)
     backbone_key,
     experiment_runs,
+    mean_bars,
     save_figure,
     variant_key,
     write_table,
@@ -360,16 +361,7 @@ def figure_variants(
             if not summary.empty:
                 sub = summary[(summary["setting"] == setting) & (summary["metric"] == metric)]
                 sub = sub.groupby("variant")[["mean", "std"]].mean()
-                means = [sub["mean"].get(v, math.nan) for v in variants]
-                stds = [sub["std"].get(v, math.nan) for v in variants]
-                ax.bar(
-                    xs,
-                    means,
-                    width,
-                    yerr=[0 if pd.isna(s) else s for s in stds],
-                    capsize=2,
-                    label=f"ours {split}",
-                )
+                mean_bars(ax, xs, sub, variants, width, f"ours {split}")
             p = paper[(paper["setting"] == setting) & (paper["metric"] == metric)]
             pv = p.set_index("variant")["value"]
             ax.scatter(

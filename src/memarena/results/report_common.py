@@ -51,6 +51,14 @@ def report_missing(runs: pd.DataFrame, experiment: str, command: str) -> bool:
     return True
 
 
+def mean_bars(ax, xs, stats: pd.DataFrame, variants, width: float, label: str) -> None:
+    """One bar per variant: ``stats["mean"]`` with ``stats["std"]`` as error bar (none when the
+    std is NaN, e.g. a single seed); ``stats`` is indexed by variant."""
+    means = [stats["mean"].get(v, math.nan) for v in variants]
+    stds = [stats["std"].get(v, math.nan) for v in variants]
+    ax.bar(xs, means, width, yerr=[0 if pd.isna(s) else s for s in stds], capsize=2, label=label)
+
+
 def save_figure(fig, out_dir: str | Path, name: str) -> Path:
     path = Path(out_dir) / name
     path.parent.mkdir(parents=True, exist_ok=True)

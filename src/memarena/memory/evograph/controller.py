@@ -256,15 +256,10 @@ class GraphController:
         if callable(record):
             record(FALLBACK_KIND, detail=reason)
 
-    # -- applying -----------------------------------------------------------------------------
-    @staticmethod
-    def apply(graph: InsightGraph, decision: Decision, q: str, resolved: bool) -> list[str]:
-        """Apply a decision for query ``q`` (Eq. 13-18); returns the new / revised node ids.
-        A fallback decision applies nothing."""
-        return apply_decision(graph, decision, q, resolved)
-
 
 def apply_decision(graph: InsightGraph, decision: Decision, q: str, resolved: bool) -> list[str]:
+    """Apply a decision for query ``q`` (Eq. 13-18); returns the new / revised node ids.
+    A fallback decision applies nothing."""
     if decision.fallback:
         return []
     new_ids: list[str] = []

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 from memarena.core import ConfigError, MemoryContext, MemoryQuery, Outcome, Trajectory
@@ -62,8 +61,7 @@ class LocalMemory:
 
     def __init__(self) -> None:
         self.graph = LocalGraph()
-        self.store = RecordStore()
-        self.store.occurrences = OccurrenceLog()  # type: ignore[attr-defined]
+        self.store = RecordStore()  # its occurrence log is created on first induction
 
     def counts(self) -> dict[str, int]:
         by_type: dict[str, int] = {}
@@ -214,8 +212,8 @@ class MemCo(BaseMemory):
         transition_entries = local_pool([], transitions)
         if self.composition == "concat":  # the whole pools, no query-guided filtering
             composed = concat_context(
-                candidates(record_entries, replace(q, admissible=None), None) + transition_entries,
-                candidates(global_entries, replace(q, admissible=None), None),
+                record_entries.entries() + transition_entries,
+                global_entries.entries(),
                 self.settings.k_local,
                 self.settings.k_global,
             )

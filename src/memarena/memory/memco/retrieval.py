@@ -231,6 +231,10 @@ class PoolIndex:
     def __len__(self) -> int:
         return len(self.always) + sum(len(v) for v in self.by_action.values())
 
+    def entries(self) -> list[Entry]:
+        """Every entry of the pool."""
+        return self.always + [e for group in self.by_action.values() for e in group]
+
 
 def index_pool(entries: Iterable[Entry]) -> PoolIndex:
     index = PoolIndex()
@@ -247,7 +251,7 @@ def candidates(index: PoolIndex, q: DecisionQuery, adapter: RoleAdapter | None) 
     """The entries of ``index`` whose action may be available at this step (plus those that do
     not depend on it); a superset of what the hard filters keep."""
     if q.admissible is None:
-        return index.always + [e for group in index.by_action.values() for e in group]
+        return index.entries()
     keys = set(q.admissible) | ({q.last_failed} if q.last_failed else set())
     if adapter is not None:
         roles = tuple(sorted(q.roles.items()))
