@@ -39,14 +39,21 @@ def group_options(conf_dir: Path, group: str) -> list[str]:
     )
 
 
+DROPPABLE_GROUPS = ("experiment",)  # groups whose default `<group>=null` drops
+
+
 def expand_group_shorthand(argv: list[str]) -> list[str]:
-    """``env.wiki=local`` -> ``env/wiki=local`` for the nested groups (plain keys unchanged)."""
+    """``env.wiki=local`` -> ``env/wiki=local`` for the nested groups (plain keys unchanged);
+    ``experiment=null`` -> ``~experiment`` (Hydra's spelling for dropping an optional group's
+    default; ``null`` alone is refused by Hydra)."""
     out = []
     for arg in argv:
         key, eq, value = arg.partition("=")
         group = key.replace(".", "/")
         if eq and group in NESTED_GROUPS and not value.lstrip().startswith("{"):
             arg = f"{group}={value}"
+        elif eq and key in DROPPABLE_GROUPS and value.strip() == "null":
+            arg = f"~{key}"
         out.append(arg)
     return out
 

@@ -4,15 +4,21 @@ The pipeline builds the parts from the config with ``hydra.utils.instantiate`` a
 branches on method or env names. It is resumable: every finished episode is appended to disk
 as it ends, and a rerun with the same run directory continues where the last one stopped.
 
-- Acquisition runs the train tasks in waves of ``protocol.concurrency`` episodes; after each
-  wave the memory observes the wave's trajectories in task order and the records are appended
-  to ``acquisition.jsonl`` (with the full trajectory). On resume those trajectories are
-  observed again in file order, which rebuilds the memory without rerunning any episode
-  (LLM-side memory calls are served by the call cache).
+- Acquisition runs the train tasks in waves; a method may ask for ``acquisition_samples``
+  trajectories per task (ReMe: N=8 at ``acquisition_temperature`` 0.9, each sample with its
+  own request seeds). After each wave the memory observes the wave's tasks as groups of
+  samples, in task order (``observe_groups``), and the records are appended to
+  ``acquisition.jsonl`` (with the full trajectory; ``run`` = sample index). On resume the
+  complete groups are observed again in file order, which rebuilds the memory without
+  rerunning any episode (LLM-side memory calls are served by the call cache).
 - The snapshot is written to ``memory/`` and marked complete; a later resume loads it.
-- Evaluation with a frozen memory keeps ``concurrency`` episodes in flight and appends each
-  episode to ``episodes.jsonl`` as it ends. With ``freeze_during_eval=false`` (dynamic
-  variants) it runs in waves like acquisition, and every run starts from the snapshot.
+- Evaluation runs ``protocol.repetitions`` x ``protocol.runs`` runs (Avg@k / Pass@k per
+  repetition). With a frozen memory it keeps ``concurrency`` episodes in flight and appends
+  each episode to ``episodes.jsonl`` as it ends. With ``freeze_during_eval=false`` (dynamic
+  variants) it runs in waves, every run starting from the snapshot; after each wave a method
+  with ``max_reflections`` > 0 may retry its failed tasks with lessons (``reflect``); retries
+  go to ``reflections.jsonl``, are observed by the memory and never count in the metrics.
+  A wave's episodes are written after its retries, so a killed wave is redone whole.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,13 +35,25 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from memarena.agent import EpisodeResult, EpisodeRunner, RunnerSettings
-from memarena.core import Backbone, ConfigError, Env, MemarenaError, Outcome, Task, Trajectory
+from memarena.core import (
+    Backbone,
+    ConfigError,
+    Env,
+    MemarenaError,
+    MemoryContext,
+    MemoryQuery,
+    Outcome,
+    Task,
+    Trajectory,
+)
 from memarena.memory.base import BaseMemory, MemoryServices
 from memarena.results import store as files
 from memarena.results.metrics import compute_metrics
 from memarena.results.store import RunStore, run_dir_for
 
 log = logging.getLogger(__name__)
+
+DEFAULT_MAX_TOKENS = 48  # tokens per agent reply when neither the protocol nor the env sets it
 
 
 @dataclass
@@ -130,7 +148,7 @@ def build(cfg: DictConfig) -> Parts:
         history_steps=cfg.protocol.history_steps,
         action_mode=cfg.protocol.action_mode,
         temperature=cfg.protocol.temperature,
-        max_tokens=cfg.protocol.max_tokens,
+        max_tokens=cfg.protocol.max_tokens or getattr(env, "max_tokens", DEFAULT_MAX_TOKENS),
         seed=cfg.seed,
     )
     return Parts(env, backbone, memory, services, settings, store)
@@ -141,7 +159,12 @@ def build(cfg: DictConfig) -> Parts:
 
 
 def _record(
-    result: EpisodeResult, run: int, *, agent: str | None = None, with_trajectory: bool = True
+    result: EpisodeResult,
+    run: int,
+    *,
+    agent: str | None = None,
+    with_trajectory: bool = True,
+    **extra: Any,
 ) -> dict[str, Any]:
     task, out = result.trajectory.task, result.outcome
     rec: dict[str, Any] = {
@@ -149,6 +172,7 @@ def _record(
         "split": task.split,
         "domain": task.domain,
         "run": run,
+        **extra,
         "agent": agent,
         "success": out.success,
         "progress": out.progress,
@@ -161,6 +185,9 @@ def _record(
         "memory_ids": list(result.trajectory.memory_ids),
         "wall_s": round(result.wall_s, 4),
     }
+    details = getattr(result, "details", None)
+    if details:
+        rec["details"] = details
     if with_trajectory:
         rec["outcome"] = {
             k: getattr(out, k)
@@ -178,9 +205,8 @@ def _record(
     return rec
 
 
-def _replay(memory: BaseMemory, records: Sequence[dict[str, Any]]) -> None:
-    for rec in records:
-        memory.observe(Trajectory.from_dict(rec["trajectory"]), Outcome(**rec["outcome"]))
+def _pair(rec: dict[str, Any]) -> tuple[Trajectory, Outcome]:
+    return Trajectory.from_dict(rec["trajectory"]), Outcome(**rec["outcome"])
 
 
 def _waves(tasks: Sequence[Task], size: int) -> Iterator[list[Task]]:
@@ -206,28 +232,27 @@ def cap_tasks(tasks: list[Task], limit: int | None) -> list[Task]:
 
 
 # --------------------------------------------------------------------------------------------
-# phases
+# acquisition
 
 
-def _learning_runs(
-    parts: Parts,
-    runner: EpisodeRunner,
-    tasks: list[Task],
-    file: str,
-    run: int,
-    agent: str | None = None,
-) -> None:
-    """Waves of episodes; the memory observes each wave in task order before the next."""
-    for wave in _waves(tasks, parts.settings.concurrency):
-        for result in runner.run(wave):
-            parts.memory.observe(result.trajectory, result.outcome)
-            parts.store.append(file, _record(result, run, agent=agent))
+def _sample_groups(records: Sequence[dict[str, Any]], n: int) -> dict[str, list[dict[str, Any]]]:
+    """Complete groups of ``n`` samples per task id (the last record of each sample wins),
+    in the order the tasks first appear."""
+    groups: dict[str, dict[int, dict[str, Any]]] = {}
+    for rec in records:
+        groups.setdefault(rec["task_id"], {})[int(rec.get("run") or 0)] = rec
+    return {
+        tid: [by_run[i] for i in range(n)]
+        for tid, by_run in groups.items()
+        if all(i in by_run for i in range(n))
+    }
 
 
 def acquire(parts: Parts, cfg: DictConfig, policy: Backbone) -> None:
     memory, store = parts.memory, parts.store
     if not memory.learns:
         return
+    memory.begin_phase("acquire")
     source = cfg.protocol.get("snapshot_from")
     if source:
         snapshot = _snapshot_dir(source)
@@ -239,15 +264,27 @@ def acquire(parts: Parts, cfg: DictConfig, policy: Backbone) -> None:
         memory.load(store.memory_dir)
         return
     tasks = cap_tasks(parts.env.tasks(cfg.protocol.train_split), cfg.protocol.max_train_tasks)
-    done = store.read(files.ACQUISITION)
-    _replay(memory, done)
-    done_ids = {rec["task_id"] for rec in done}
-    remaining = [t for t in tasks if t.id not in done_ids]
+    n = max(1, int(memory.acquisition_samples))
+    done = _sample_groups(store.read(files.ACQUISITION), n)
+    memory.observe_groups([[_pair(r) for r in group] for group in done.values()])
+    remaining = [t for t in tasks if t.id not in done]
     log.info(
-        "acquisition: %d train tasks (%d already done)", len(tasks), len(tasks) - len(remaining)
+        "acquisition: %d train tasks x %d sample(s) (%d tasks already done)",
+        len(tasks),
+        n,
+        len(tasks) - len(remaining),
     )
-    runner = EpisodeRunner(parts.env, policy, memory, parts.settings, phase="acquire")
-    _learning_runs(parts, runner, remaining, files.ACQUISITION, run=0)
+    settings = parts.settings
+    if memory.acquisition_temperature is not None:
+        settings = replace(settings, temperature=float(memory.acquisition_temperature))
+    runner = EpisodeRunner(parts.env, policy, memory, settings, phase="acquire")
+    for wave in _waves(remaining, max(1, settings.concurrency // n)):
+        pairs = [(task, s) for task in wave for s in range(n)]
+        results = runner.run([t for t, _ in pairs], runs=[s for _, s in pairs])
+        groups = [results[i * n : (i + 1) * n] for i in range(len(wave))]
+        memory.observe_groups([[(r.trajectory, r.outcome) for r in g] for g in groups])
+        for result in results:
+            store.append(files.ACQUISITION, _record(result, pairs[result.order][1]))
     memory.save(store.memory_dir)
     store.mark_snapshot_complete({"n_train_tasks": len(tasks), "method": memory.name})
 
@@ -265,13 +302,99 @@ def _snapshot_dir(source: str) -> Path:
     )
 
 
+# --------------------------------------------------------------------------------------------
+# evaluation
+
+
 def _key(rec: dict[str, Any]) -> tuple[Any, int, str]:
     return rec.get("agent"), rec["run"], rec["task_id"]
 
 
+class _FixedContext:
+    """Stands in for the memory during a retry: every task gets the context the memory's
+    ``reflect`` gave for it (its lessons), retrieved once per task."""
+
+    granularity = "task"
+
+    def __init__(self, contexts: dict[str, MemoryContext]) -> None:
+        self.contexts = contexts
+
+    def retrieve(self, query: MemoryQuery) -> MemoryContext:
+        return self.contexts.get(query.task.id, MemoryContext.empty())
+
+
+@dataclass
+class _Learning:
+    """Evaluation with a memory that keeps learning (dynamic variants): waves of episodes,
+    observed in task order, then failure-aware retries while the memory asks for them."""
+
+    parts: Parts
+    run: int
+    agent: str | None
+    repetition: int
+
+    def replay(self, done: Sequence[dict[str, Any]], retries: Sequence[dict[str, Any]]) -> None:
+        """Rebuild the memory from finished episodes and their retries, wave by wave."""
+        last = {(_key(rec), rec["attempt"]): rec for rec in retries}  # a redone wave wins
+        by_key: dict[tuple[Any, int, str], list[dict[str, Any]]] = {}
+        for (key, _), rec in last.items():
+            by_key.setdefault(key, []).append(rec)
+        for i in range(0, len(done), self.parts.settings.concurrency):
+            wave = done[i : i + self.parts.settings.concurrency]
+            self.parts.memory.observe_groups([[_pair(rec)] for rec in wave])
+            again = [r for rec in wave for r in by_key.get(_key(rec), [])]
+            for rec in sorted(again, key=lambda r: r["attempt"]):
+                context = MemoryContext(**rec["context"])
+                self.parts.memory.observe_retry(*_pair(rec), rec["attempt"], context)
+
+    def episodes(self, runner: EpisodeRunner, tasks: Sequence[Task]) -> None:
+        memory, store = self.parts.memory, self.parts.store
+        for wave in _waves(tasks, self.parts.settings.concurrency):
+            results = runner.run(wave)
+            memory.observe_groups([[(r.trajectory, r.outcome)] for r in results])
+            self._retries([r for r in results if not r.outcome.success])
+            for result in results:  # written last: a killed wave is redone whole
+                store.append(files.EPISODES, self._rec(result))
+
+    def _rec(self, result: EpisodeResult, **extra: Any) -> dict[str, Any]:
+        return _record(result, self.run, agent=self.agent, repetition=self.repetition, **extra)
+
+    def _retries(self, failed: list[EpisodeResult]) -> None:
+        memory = self.parts.memory
+        for attempt in range(1, int(memory.max_reflections) + 1):
+            if not failed:
+                return
+            contexts = memory.reflect([(r.trajectory, r.outcome) for r in failed], attempt)
+            asked = {r.trajectory.task.id: c for r, c in zip(failed, contexts, strict=True) if c}
+            if not asked:
+                return
+            runner = EpisodeRunner(
+                self.parts.env,
+                self.parts.backbone,
+                _FixedContext(asked),  # type: ignore[arg-type]
+                self.parts.settings,
+                phase=f"reflect{attempt}",
+                run=self.run,
+                progress_bar=False,
+            )
+            tasks = [r.trajectory.task for r in failed if r.trajectory.task.id in asked]
+            failed = []
+            for result in runner.run(tasks):
+                context = asked[result.trajectory.task.id]
+                memory.observe_retry(result.trajectory, result.outcome, attempt, context)
+                self.parts.store.append(
+                    files.REFLECTIONS,
+                    self._rec(result, attempt=attempt, context=asdict(context)),
+                )
+                if not result.outcome.success:
+                    failed.append(result)
+
+
 def evaluate(parts: Parts, cfg: DictConfig) -> list[dict[str, Any]]:
     """Every run of every evaluation view (MemCo: each agent's local memory + global memory;
-    other methods: one view) over the test tasks; finished episodes are kept on resume."""
+    other methods: one view) over the test tasks; finished episodes are kept on resume.
+    ``protocol.repetitions`` x ``protocol.runs`` runs in all (run r is in repetition
+    r // runs)."""
     memory, store = parts.memory, parts.store
     tasks = cap_tasks(parts.env.tasks(cfg.protocol.eval_split), cfg.protocol.max_eval_tasks)
     if not tasks:
@@ -279,13 +402,17 @@ def evaluate(parts: Parts, cfg: DictConfig) -> list[dict[str, Any]]:
             f"env={parts.env.name} has no tasks in split {cfg.protocol.eval_split!r} "
             "(protocol.eval_split / protocol.max_eval_tasks)"
         )
+    per_rep = int(cfg.protocol.runs)
+    n_runs = per_rep * int(cfg.protocol.get("repetitions", 1) or 1)
+    memory.begin_phase("eval")
     views = memory.eval_views()
-    wanted = {(v, run, t.id) for v in views for run in range(cfg.protocol.runs) for t in tasks}
+    wanted = {(v, run, t.id) for v in views for run in range(n_runs) for t in tasks}
     existing = [r for r in store.read(files.EPISODES) if _key(r) in wanted]
     learning = memory.learns and not memory.frozen
+    retries = store.read(files.REFLECTIONS) if learning else []
     for view in views:
         memory.set_view(view)
-        for run in range(cfg.protocol.runs):
+        for run in range(n_runs):
             done_here = [r for r in existing if r.get("agent") == view and r["run"] == run]
             done_ids = {r["task_id"] for r in done_here}
             remaining = [t for t in tasks if t.id not in done_ids]
@@ -302,17 +429,43 @@ def evaluate(parts: Parts, cfg: DictConfig) -> list[dict[str, Any]]:
             if learning:
                 if store.snapshot_complete():
                     memory.load(store.memory_dir)
-                _replay(memory, done_here)
-                _learning_runs(parts, runner, remaining, files.EPISODES, run, view)
+                online = _Learning(parts, run, view, run // per_rep)
+                mine = [r for r in retries if r.get("agent") == view and r["run"] == run]
+                online.replay(done_here, mine)
+                online.episodes(runner, remaining)
             else:
                 runner.run(
                     remaining,
                     on_finish=lambda r, run=run, view=view: store.append(
-                        files.EPISODES, _record(r, run, agent=view)
+                        files.EPISODES,
+                        _record(r, run, agent=view, repetition=run // per_rep),
                     ),
                 )
     memory.set_view(None)
     return [r for r in store.read(files.EPISODES) if _key(r) in wanted]
+
+
+def acquisition_cost(
+    records: Sequence[dict[str, Any]], memory_metrics: dict[str, Any]
+) -> dict[str, Any]:
+    """What building the memory cost, per train task: the agent's requests (one per step) and
+    tokens from ``acquisition.jsonl``, plus the method's own LLM requests and tokens when it
+    reports them (``acquisition_memory_requests`` / ``acquisition_memory_tokens``)."""
+    if not records:
+        return {}
+    tasks = len({r["task_id"] for r in records})
+    agent_requests = sum(int(r["steps"]) for r in records)
+    agent_tokens = sum(int(r.get("tokens") or 0) for r in records)
+    memory_requests = int(memory_metrics.get("acquisition_memory_requests") or 0)
+    memory_tokens = int(memory_metrics.get("acquisition_memory_tokens") or 0)
+    return {
+        "acquisition_tasks": tasks,
+        "acquisition_episodes": len(records),
+        "acquisition_agent_requests": agent_requests,
+        "acquisition_agent_tokens": agent_tokens,
+        "acquisition_llm_calls_per_task": (agent_requests + memory_requests) / tasks,
+        "acquisition_tokens_per_task": (agent_tokens + memory_tokens) / tasks,
+    }
 
 
 def _usage_dict(backbone: Backbone | None) -> dict[str, Any] | None:
@@ -349,8 +502,11 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         # the method's own LLM tokens during evaluation, counted by the method (a backbone's
         # usage delta would double-count the agent's tokens when the two share a backbone)
         after = parts.memory.own_tokens()
-        metrics = compute_metrics(records, memory_tokens=after - before)
+        metrics = compute_metrics(
+            records, memory_tokens=after - before, runs_per_repetition=int(cfg.protocol.runs)
+        )
         metrics.update(parts.memory.metrics())
+        metrics.update(acquisition_cost(parts.store.read(files.ACQUISITION), metrics))
         metrics.update(
             experiment=cfg.experiment_name,
             env=cfg.env.name,

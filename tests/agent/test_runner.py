@@ -143,3 +143,68 @@ def test_parse_action_free_text():
     assert parse_action("\n\nfly away", adm) == "fly away"
     react = "Thought 1: I should search the town.\nAction 1: Search[Kestrel Bay]\nObservation"
     assert parse_action(react) == "Search[Kestrel Bay]"
+
+
+class ReplyEpisode(CountEpisode):
+    """Free-text episode (no admissible actions) that parses its own replies and has details."""
+
+    def __init__(self, env, task):
+        super().__init__(env, task)
+        self.seen: list[str] = []
+
+    def _obs(self):
+        return Observation(f"n={self.n}", self.task.goal, None)
+
+    def parse_reply(self, text):
+        return "inc" if "<inc/>" in text else text.strip()
+
+    def step(self, action):
+        self.seen.append(action)
+        return super().step(action)
+
+    def details(self):
+        return {"n": self.n, "seen": list(self.seen)}
+
+
+class ReplyEnv(CountEnv):
+    def open(self, task):
+        self.opened += 1
+        return ReplyEpisode(self, task)
+
+
+class TextBackbone(RecordingBackbone):
+    def generate(self, requests):
+        self.batches.append(len(requests))
+        return [Completion("Thought: step up.\nsecond line <inc/>", 10, 1) for _ in requests]
+
+
+def test_parse_reply_and_details_hooks():
+    env = ReplyEnv()
+    runner = EpisodeRunner(
+        env, TextBackbone(), NoMemory(), RunnerSettings(action_mode="free"), progress_bar=False
+    )
+    results = runner.run(env.tasks("test")[:2])
+    # parse_action would keep only the first line ("Thought: step up."); the hook saw <inc/>
+    assert [r.outcome.status for r in results] == ["success", "success"]
+    assert results[1].trajectory.steps[0].action == "inc"
+    assert results[1].details == {"n": 2, "seen": ["inc", "inc"]}
+    plain = EpisodeRunner(
+        CountEnv(), RecordingBackbone(), NoMemory(), RunnerSettings(), progress_bar=False
+    ).run(CountEnv().tasks("test")[:1])
+    assert plain[0].details is None
+
+
+def test_failing_details_hook_is_logged_not_raised():
+    env = ReplyEnv()
+
+    def broken(self):
+        raise RuntimeError("no details")
+
+    ReplyEpisode.details, saved = broken, ReplyEpisode.details
+    try:
+        results = EpisodeRunner(
+            env, TextBackbone(), NoMemory(), RunnerSettings(action_mode="free"), progress_bar=False
+        ).run(env.tasks("test")[:1])
+    finally:
+        ReplyEpisode.details = saved
+    assert results[0].outcome.status == "success" and results[0].details is None

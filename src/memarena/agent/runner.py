@@ -5,6 +5,15 @@ request per active episode and makes a single ``backbone.generate`` call for all
 padded HF batch, a vLLM batch, concurrent HTTP requests). When an episode ends its slot is
 refilled from the queue. An episode whose env raises (crash, timeout, bad state) ends with
 status ``error`` and its error text; the other episodes go on.
+
+Two optional Episode hooks, looked up with ``getattr``:
+
+- ``parse_reply(text) -> str``: turns a free-text completion into the action string for
+  ``step`` (an env whose actions span several lines or come as tool-call blocks). Without it,
+  :func:`~memarena.agent.parse.parse_action` keeps one line. Constrained choices never go
+  through it.
+- ``details() -> dict``: called as the episode ends (before ``close``); the dict is kept as
+  :attr:`EpisodeResult.details` for error analysis. A failing hook is logged, never raised.
 """
 
 from __future__ import annotations
@@ -23,6 +32,7 @@ from memarena.agent.prompts import build_messages
 from memarena.core import (
     Backbone,
     ChatRequest,
+    Completion,
     Env,
     Episode,
     MemoryContext,
@@ -63,6 +73,7 @@ class EpisodeResult:
     outcome: Outcome
     wall_s: float
     order: int  # position of the task in the input list
+    details: dict | None = None  # the episode's optional details() at its end
 
 
 @dataclass
@@ -72,6 +83,7 @@ class _Live:
     episode: Episode
     observation: Observation
     trajectory: Trajectory
+    run: int = 0
     memory: MemoryContext = field(default_factory=MemoryContext.empty)
     progress: float = 0.0
     prompt_tokens: int = 0
@@ -108,14 +120,24 @@ class EpisodeRunner:
         self.progress_bar = progress_bar
         # Only a non-LLM policy (the scripted expert) needs the expert's action per step.
         self._needs_expert = not backbone.is_llm
+        self._runs: list[int] | None = None
 
     # --------------------------------------------------------------------------------------
     def run(
         self,
         tasks: Sequence[Task],
         on_finish: Callable[[EpisodeResult], None] | None = None,
+        *,
+        runs: Sequence[int] | None = None,
     ) -> list[EpisodeResult]:
-        """Run every task to its end; ``on_finish`` is called as each episode ends."""
+        """Run every task to its end; ``on_finish`` is called as each episode ends.
+
+        ``runs`` (one per task) overrides the runner's run index per episode, so one call can
+        hold several samples of the same task (ReMe's N trajectories per task) with different
+        request seeds and cache keys."""
+        if runs is not None and len(runs) != len(tasks):
+            raise ValueError(f"runs has {len(runs)} entries for {len(tasks)} tasks")
+        self._runs = list(runs) if runs is not None else None
         queue = list(enumerate(tasks))
         queue.reverse()
         live: list[_Live] = []
@@ -161,7 +183,8 @@ class EpisodeRunner:
         try:
             episode = self.env.open(task)
             obs = episode.reset()
-            live = _Live(order, task, episode, obs, Trajectory(task, obs.text), started=t0)
+            run = self._runs[order] if self._runs is not None else self.run_index
+            live = _Live(order, task, episode, obs, Trajectory(task, obs.text), run, started=t0)
             live.memory = self.memory.retrieve(MemoryQuery(task=task, observation=obs))
             live.trajectory.memory_ids = list(live.memory.memory_ids)
             return live
@@ -201,7 +224,7 @@ class EpisodeRunner:
             history_steps=self.s.history_steps,
             show_actions=choices is None and bool(obs.admissible_actions),
         )
-        key = f"{self.phase}:{self.run_index}:{item.task.id}:{step}"
+        key = f"{self.phase}:{item.run}:{item.task.id}:{step}"
         meta: dict[str, object] = {"episode_key": key}
         if self._needs_expert:
             meta["expert_action"] = item.episode.expert_action()
@@ -234,11 +257,8 @@ class EpisodeRunner:
         for item, request, completion in zip(asking, requests, completions, strict=True):
             item.prompt_tokens += completion.prompt_tokens
             item.completion_tokens += completion.completion_tokens
-            if completion.choice_index is not None and request.choices:
-                action = request.choices[completion.choice_index]
-            else:
-                action = parse_action(completion.text, item.observation.admissible_actions)
             try:
+                action = self._action(item, request, completion)
                 result = item.episode.step(action)
             except Exception as exc:
                 self._fail(item, exc)
@@ -268,6 +288,16 @@ class EpisodeRunner:
                 ended.append(item)
         return ended
 
+    @staticmethod
+    def _action(item: _Live, request: ChatRequest, completion: Completion) -> str:
+        """The chosen choice, else the episode's ``parse_reply`` hook, else ``parse_action``."""
+        if completion.choice_index is not None and request.choices:
+            return request.choices[completion.choice_index]
+        parse_reply = getattr(item.episode, "parse_reply", None)
+        if parse_reply is not None:
+            return parse_reply(completion.text)
+        return parse_action(completion.text, item.observation.admissible_actions)
+
     def _fail(self, item: _Live, exc: BaseException) -> None:
         log.warning(
             "episode %s failed at step %d: %s", item.task.id, len(item.trajectory.steps), exc
@@ -277,6 +307,7 @@ class EpisodeRunner:
         item.error = _error_text(exc)
 
     def _finish(self, item: _Live) -> EpisodeResult:
+        details = self._details(item.episode)
         self._close(item.episode)
         outcome = Outcome(
             success=item.success,
@@ -288,8 +319,24 @@ class EpisodeRunner:
             completion_tokens=item.completion_tokens,
         )
         return EpisodeResult(
-            item.trajectory, outcome, time.perf_counter() - item.started, item.order
+            item.trajectory,
+            outcome,
+            time.perf_counter() - item.started,
+            item.order,
+            details=details,
         )
+
+    @staticmethod
+    def _details(episode: Episode) -> dict | None:
+        hook = getattr(episode, "details", None)
+        if hook is None:
+            return None
+        try:
+            details = hook()
+            return dict(details) if details is not None else None
+        except Exception as exc:  # details are for analysis only: never take the run down
+            log.warning("episode details failed: %s", exc)
+            return None
 
     @staticmethod
     def _close(episode: Episode) -> None:

@@ -74,12 +74,19 @@ class BaseMemory:
     granularity: str = "task"
     acquisition_policy: str = "agent"
     learns: bool = True
+    # acquisition: trajectories sampled per train task and their temperature (None = the
+    # protocol's); ReMe samples N=8 at 0.9 and distils each task's group together
+    acquisition_samples: int = 1
+    acquisition_temperature: float | None = None
+    # failure-aware retries while the memory learns during evaluation (ReMe's reflection)
+    max_reflections: int = 0
 
     def __init__(self, name: str | None = None, services: MemoryServices | None = None, **_: Any):
         if name is not None:
             self.name = name
         self.services = services or MemoryServices()
         self.frozen = False
+        self.phase = "acquire"
 
     # --- protocol ---------------------------------------------------------------------------
     def retrieve(self, query: MemoryQuery) -> MemoryContext:
@@ -92,6 +99,32 @@ class BaseMemory:
                 "it cannot observe new trajectories"
             )
         self._observe(trajectory, outcome)
+
+    def observe_groups(self, groups: list[list[tuple[Trajectory, Outcome]]]) -> None:
+        """Acquisition: each group holds the ``acquisition_samples`` trajectories of one train
+        task; groups come in task order, one call per wave so a method can batch its LLM calls.
+        Default: observe every trajectory in order."""
+        for group in groups:
+            for trajectory, outcome in group:
+                self.observe(trajectory, outcome)
+
+    def begin_phase(self, phase: str) -> None:
+        """Called by the pipeline as ``"acquire"`` and ``"eval"`` begin."""
+        self.phase = phase
+
+    def reflect(
+        self, failures: list[tuple[Trajectory, Outcome]], attempt: int
+    ) -> list[MemoryContext | None]:
+        """While learning during evaluation: for each failed episode, the context of a retry
+        (lessons from the failure) or None for no retry. Attempt counts from 1 and stops at
+        ``max_reflections``; retries never count in the metrics. Default: no retries."""
+        return [None] * len(failures)
+
+    def observe_retry(
+        self, trajectory: Trajectory, outcome: Outcome, attempt: int, context: MemoryContext
+    ) -> None:
+        """The result of a retry made with ``context`` (see :meth:`reflect`)."""
+        return None
 
     def freeze(self) -> None:
         self.frozen = True

@@ -8,9 +8,13 @@ Definitions (every evaluated episode counts, errors included, as a failure):
 - ``n_errors`` / ``error_rate``: episodes with status ``error``;
 - ``tokens_per_task``: (agent tokens of all episodes + ``memory_tokens``) / episodes, where
   ``memory_tokens`` are the memory method's own LLM tokens during evaluation;
-- ``runs``: number of evaluation repeats k (distinct ``run`` values); when k > 1,
-  ``avg_at_k`` = mean over the k runs of each run's success rate and ``pass_at_k`` = fraction of
-  tasks that succeeded in at least one run (ReMe's Avg@k and Pass@k);
+- ``runs``: number of evaluation runs k per repetition; when k > 1, ``avg_at_k`` = mean over
+  the k runs of each run's success rate and ``pass_at_k`` = fraction of tasks that succeeded in
+  at least one run (ReMe's Avg@k and Pass@k);
+- ``repetitions``: R groups of k runs (``protocol.repetitions``; run r belongs to repetition
+  r // k). ``avg_at_k`` / ``pass_at_k`` are then the means over the repetitions,
+  ``avg_at_k_std`` / ``pass_at_k_std`` their population standard deviations (0 when R = 1)
+  and ``at_k_repetitions`` the values of each repetition (ReMe: mean ± std over 3);
 - ``per_domain``: ``{domain: {success_rate, progress_rate, n_episodes}}``;
 - ``per_split``: the same plus ``avg_steps`` per task split when the test set merges several
   (ALFWorld: ``valid_seen`` = familiar, ``valid_unseen`` = held-out layouts);
@@ -47,7 +51,12 @@ def _rates(records: list[Mapping[str, Any]]) -> dict[str, float]:
     }
 
 
-def compute_metrics(records: list[Mapping[str, Any]], *, memory_tokens: int = 0) -> dict:
+def compute_metrics(
+    records: list[Mapping[str, Any]],
+    *,
+    memory_tokens: int = 0,
+    runs_per_repetition: int | None = None,
+) -> dict:
     """Metrics of one run from its episode records (see the module docstring)."""
     if not records:
         raise ValueError(
@@ -58,8 +67,10 @@ def compute_metrics(records: list[Mapping[str, Any]], *, memory_tokens: int = 0)
     for i, rec in enumerate(records):
         missing = [k for k in REQUIRED_KEYS if k not in rec]
         if missing:
-            raise ValueError(f"compute_metrics: episode record {i} lacks {missing} "
-                             f"(needs {list(REQUIRED_KEYS)}); got keys {sorted(rec)}")
+            raise ValueError(
+                f"compute_metrics: episode record {i} lacks {missing} "
+                f"(needs {list(REQUIRED_KEYS)}); got keys {sorted(rec)}"
+            )
 
     n = len(records)
     successes = sum(bool(r["success"]) for r in records)
@@ -76,12 +87,7 @@ def compute_metrics(records: list[Mapping[str, Any]], *, memory_tokens: int = 0)
         "tokens_per_task": (sum(_tokens(r) for r in records) + memory_tokens) / n,
     }
 
-    by_run: dict[int, list] = defaultdict(list)
-    for r in records:
-        by_run[int(r.get("run") or 0)].append(r)
-    out["runs"] = len(by_run)
-    if len(by_run) > 1:
-        out.update(_at_k(records, by_run))
+    out.update(_repetitions(records, runs_per_repetition))
 
     by_domain: dict[str, list] = defaultdict(list)
     for r in records:
@@ -106,6 +112,32 @@ def _group(records: list[Mapping[str, Any]]) -> dict[str, float]:
     }
 
 
+def _repetitions(records: list[Mapping[str, Any]], per_rep: int | None) -> dict[str, Any]:
+    """``runs``, ``repetitions`` and the Avg@k / Pass@k keys (see the module docstring)."""
+    runs = sorted({int(r.get("run") or 0) for r in records})
+    k = int(per_rep) if per_rep else len(runs)
+    if k < 1:
+        raise ValueError(f"compute_metrics: runs_per_repetition must be >= 1, not {per_rep}")
+    reps: dict[int, dict[int, list]] = defaultdict(lambda: defaultdict(list))
+    for r in records:
+        run = int(r.get("run") or 0)
+        reps[run // k][run].append(r)
+    out: dict[str, Any] = {"runs": min(k, len(runs)), "repetitions": len(reps)}
+    if len(runs) <= 1:
+        return out
+    values = [
+        _at_k([r for rs in by_run.values() for r in rs], by_run)
+        for by_run in (reps[i] for i in sorted(reps))
+    ]
+    for name in ("avg_at_k", "pass_at_k"):
+        xs = [v[name] for v in values]
+        mean = sum(xs) / len(xs)
+        out[name] = mean
+        out[f"{name}_std"] = (sum((x - mean) ** 2 for x in xs) / len(xs)) ** 0.5
+    out["at_k_repetitions"] = values
+    return out
+
+
 def _at_k(records: list[Mapping[str, Any]], by_run: dict[int, list]) -> dict[str, float]:
     """ReMe's Avg@k (mean of the per-run success rates) and Pass@k (any run succeeded)."""
     k = len(by_run)
@@ -115,8 +147,13 @@ def _at_k(records: list[Mapping[str, Any]], by_run: dict[int, list]) -> dict[str
         any_success[r["task_id"]] |= bool(r["success"])
     tasks_per_run = {run: len({r["task_id"] for r in rs}) for run, rs in by_run.items()}
     if len(set(tasks_per_run.values())) != 1:
-        log.warning("runs have unequal task counts %s (an interrupted run?): Avg@%d and Pass@%d "
-                    "use the episodes present", tasks_per_run, k, k)
+        log.warning(
+            "runs have unequal task counts %s (an interrupted run?): Avg@%d and Pass@%d "
+            "use the episodes present",
+            tasks_per_run,
+            k,
+            k,
+        )
     return {"avg_at_k": avg_at_k, "pass_at_k": sum(any_success.values()) / len(any_success)}
 
 

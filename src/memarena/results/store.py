@@ -19,6 +19,7 @@ log = logging.getLogger(__name__)
 
 EPISODES = "episodes.jsonl"
 ACQUISITION = "acquisition.jsonl"
+REFLECTIONS = "reflections.jsonl"
 METRICS = "metrics.json"
 USAGE = "usage.json"
 CONFIG = "config.yaml"
@@ -50,7 +51,7 @@ class RunStore:
 
     def clear(self) -> None:
         """Forget earlier records (``protocol.resume=false``)."""
-        for name in (EPISODES, ACQUISITION, METRICS, USAGE):
+        for name in (EPISODES, ACQUISITION, REFLECTIONS, METRICS, USAGE):
             (self.dir / name).unlink(missing_ok=True)
         shutil.rmtree(self.memory_dir, ignore_errors=True)
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from memarena.core import Backbone, ChatRequest
 from memarena.memory.gmemory import prompts
-from memarena.memory.gmemory.interaction import add_usage, record_fallback
+from memarena.memory.llm_calls import add_usage, record_fallback
 
 FALLBACK_INSIGHTS = "gmemory_insights"
 OPS = ("ADD", "EDIT", "AGREE", "REMOVE")

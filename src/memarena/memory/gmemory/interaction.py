@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
-from typing import Any
 
 import networkx as nx
 
 from memarena.core import Backbone, ChatRequest, Completion, Trajectory
 from memarena.memory.gmemory import prompts
+from memarena.memory.llm_calls import add_usage, clip_text, record_fallback
 
 log = logging.getLogger(__name__)
 
@@ -25,8 +25,7 @@ OBS_CHARS = 160  # observation text kept per step in prompts and stored graphs
 
 
 def clip(text: str, limit: int = OBS_CHARS) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return clip_text(text, limit)
 
 
 def build_interaction_graph(trajectory: Trajectory) -> nx.DiGraph:
@@ -64,30 +63,6 @@ def heuristic_key_steps(trajectory: Trajectory, max_key_steps: int = 5) -> list[
     if not chosen:
         chosen = list(range(max(0, len(steps) - max_key_steps), len(steps)))
     return sorted(chosen)
-
-
-def add_usage(usage: dict[str, int] | None, completions: Sequence[Completion]) -> None:
-    """Count one LLM call and its completions' tokens into a per-purpose usage entry."""
-    if usage is None or not completions:
-        return
-    usage["calls"] = usage.get("calls", 0) + 1
-    usage["prompt_tokens"] = usage.get("prompt_tokens", 0) + sum(
-        c.prompt_tokens for c in completions
-    )
-    usage["completion_tokens"] = usage.get("completion_tokens", 0) + sum(
-        c.completion_tokens for c in completions
-    )
-
-
-def record_fallback(llm: Any, kind: str, fallbacks: dict[str, int] | None = None) -> None:
-    """Count a fallback on the backbone (when it can count) and in ``fallbacks``."""
-    if fallbacks is not None:
-        fallbacks[kind] = fallbacks.get(kind, 0) + 1
-    recorder = getattr(llm, "record_fallback", None)
-    if callable(recorder):
-        recorder(kind)
-    else:
-        log.warning("memory fallback %s (backbone %r cannot count it)", kind, llm)
 
 
 def render_steps(trajectory: Trajectory, indices: Sequence[int] | None = None) -> str:
