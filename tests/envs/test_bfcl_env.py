@@ -13,7 +13,7 @@ if importlib.util.find_spec("bfcl_eval") is None:
     )
 
 from memarena.core.errors import ConfigError
-from memarena.envs.bfcl import NEXT, BfclEnv, parse_calls
+from memarena.envs.bfcl import NEXT, BfclEnv, parse_calls, parse_reply
 
 
 def _play_expert(env: BfclEnv, task) -> bool:
@@ -57,6 +57,12 @@ def test_corrupted_call_fails():
         r = ep.step(action)
     assert r.done and not r.success and r.reward == 0.0
     assert r.observation.info["checker"]["error_type"] == "multi_turn:instance_state_mismatch"
+    assert ep.details() == {
+        "checker_valid": False,
+        "checker_error_type": "multi_turn:instance_state_mismatch",
+        "turns_done": len(ep.turns),
+        "turns": len(ep.turns),
+    }
     ep.close()
     ep = env.open(task)
     ep.reset()
@@ -66,7 +72,7 @@ def test_corrupted_call_fails():
 
 
 def test_parse_errors_give_invalid_action():
-    env = BfclEnv()
+    env = BfclEnv(text_ends_turn=False)
     ep = env.open(env.tasks("train")[0])
     ep.reset()
     for bad in ("ls(", "cd folder", "[cd(folder=x)]", "[nosuchfunction()]", "[1, 2]"):
@@ -100,3 +106,144 @@ def test_other_categories_and_bad_options():
         BfclEnv(categories=["simple"])
     with pytest.raises(ConfigError):
         BfclEnv(colour="red")
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "words"),
+    [
+        ("text_ends_turn", "yes", ["env.text_ends_turn", "true or false"]),
+        ("turn_step_limit", 0, ["env.turn_step_limit", "null"]),
+        ("turn_step_limit", True, ["env.turn_step_limit"]),
+        ("call_format", "xml", ["env.call_format", "'python'", "'tool_call'"]),
+    ],
+)
+def test_bad_new_options_name_the_option(key, value, words):
+    with pytest.raises(ConfigError) as err:
+        BfclEnv(**{key: value})
+    assert all(w in str(err.value) for w in words), str(err.value)
+    assert BfclEnv(turn_step_limit=None).turn_step_limit is None
+
+
+CD = "[cd(folder='document')]"
+
+
+@pytest.mark.parametrize(
+    ("reply", "action"),
+    [
+        ("[cd(folder='document'), ls()]", "[cd(folder='document'), ls()]"),
+        ("cd(folder='document')", CD),
+        ("```python\n[cd(folder='document'),\n ls()]\n```", "[cd(folder='document'), ls()]"),
+        ("Thought: go to the folder first.\nAction: [cd(folder='document')]", CD),
+        (
+            "Thought: two calls.\nAction:\n[\n  cd(folder='document'),\n  ls(a=True)\n]",
+            "[cd(folder='document'), ls(a=True)]",
+        ),
+        ("I will run [cd(folder='document')] now.", CD),
+        ('<tool_call>{"name": "cd", "arguments": {"folder": "document"}}</tool_call>', CD),
+        (
+            '<tool_call>\n{"name": "cd", "arguments": {"folder": "document"}}\n</tool_call>\n'
+            '<tool_call>\n{"name": "ls", "arguments": {"a": true}}\n</tool_call>',
+            "[cd(folder='document'), ls(a=True)]",
+        ),
+        ('{"name": "cd", "arguments": {"folder": "document"}}', CD),
+        (
+            '[{"type": "function", "function": {"name": "cd", '
+            '"arguments": "{\\"folder\\": \\"document\\"}"}}]',
+            CD,
+        ),
+        ("<think>maybe [ls()]</think>\nNEXT", NEXT),
+        ("Thought: all done.\nAction: NEXT", NEXT),
+        ("next", NEXT),
+        ("[]", "[]"),
+        ("  All files are moved, anything else?  ", "All files are moved, anything else?"),
+        ("[cd(folder=x)]", "[cd(folder=x)]"),
+        (
+            ' <tool_call>{"name": "cd", "arguments": </tool_call>',
+            '<tool_call>{"name": "cd", "arguments": </tool_call>',
+        ),
+    ],
+)
+def test_parse_reply_formats(reply, action):
+    assert parse_reply(reply) == action
+    env = BfclEnv()
+    ep = env.open(env.tasks("train")[0])
+    assert ep.parse_reply(reply) == action
+    ep.close()
+
+
+def test_text_reply_ends_turn_or_is_invalid():
+    env = BfclEnv()
+    task = env.tasks("train")[0]
+    ep = env.open(task)
+    ep.reset()
+    r = ep.step("I have finished your request.")
+    assert r.feedback.failure_label == "text_reply" and r.feedback.valid_action
+    assert r.observation.info["turn"] == 1 and r.observation.text.startswith("User:")
+    ep.close()
+    ep = BfclEnv(text_ends_turn=False).open(task)
+    ep.reset()
+    r = ep.step("I have finished your request.")
+    assert r.feedback.failure_label == "invalid_action" and r.observation.info["turn"] == 0
+    assert not r.done
+    for action in (NEXT, "[]"):  # both still end the turn
+        r = ep.step(action)
+        assert r.feedback.failure_label is None
+    assert r.observation.info["turn"] == 2
+    ep.close()
+
+
+def test_turn_step_limit_ends_the_episode():
+    env = BfclEnv(turn_step_limit=3)
+    task = env.tasks("train")[0]
+    ep = env.open(task)
+    ep.reset()
+    labels = []
+    for _ in range(4):
+        r = ep.step("[ls()]")
+        labels.append(r.feedback.failure_label)
+    assert labels[:3] == [None, None, None] and labels[3] == "turn_step_limit"
+    assert r.done and not r.success and ep.verdict is not None
+    assert ep.details()["checker_valid"] is False and ep.details()["turns_done"] == 0
+    ep.close()
+    ep = env.open(task)  # NEXT starts a fresh count
+    ep.reset()
+    for action in ["[ls()]"] * 3 + [NEXT] + ["[ls()]"] * 3:
+        r = ep.step(action)
+    assert not r.done and ep.turn == 1
+    ep.close()
+    ep = BfclEnv(turn_step_limit=None, step_budget=40).open(task)
+    ep.reset()
+    for _ in range(25):
+        r = ep.step("[ls()]")
+    assert not r.done
+    ep.close()
+
+
+def test_call_format_prompt():
+    task = BfclEnv().tasks("train")[0]
+    python = BfclEnv().prompt(task).action_format
+    tool = BfclEnv(call_format="tool_call").prompt(task).action_format
+    assert "[cd(folder='document')" in python and "<tool_call>" not in python
+    assert '<tool_call>{"name": "cd", "arguments": {"folder": "document"}}</tool_call>' in tool
+    assert "NEXT" in tool
+    ep = BfclEnv(call_format="tool_call", text_ends_turn=False).open(task)
+    ep.reset()
+    assert "<tool_call>" in ep.step("ls(").observation.text
+    ep.close()
+
+
+def test_details_after_expert_replay():
+    env = BfclEnv()
+    task = env.tasks("train")[0]
+    ep = env.open(task)
+    ep.reset()
+    assert ep.details()["checker_valid"] is None
+    while (action := ep.expert_action()) is not None:
+        ep.step(action)
+    assert ep.details() == {
+        "checker_valid": True,
+        "checker_error_type": None,
+        "turns_done": len(ep.turns),
+        "turns": len(ep.turns),
+    }
+    ep.close()

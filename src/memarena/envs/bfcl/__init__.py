@@ -7,6 +7,6 @@ own executable API classes and multi-turn checker.
 
 from memarena.envs.bfcl.data import CATEGORIES
 from memarena.envs.bfcl.env import BfclEnv
-from memarena.envs.bfcl.episode import NEXT, BfclEpisode, parse_calls
+from memarena.envs.bfcl.episode import NEXT, BfclEpisode, parse_calls, parse_reply
 
-__all__ = ["CATEGORIES", "NEXT", "BfclEnv", "BfclEpisode", "parse_calls"]
+__all__ = ["CATEGORIES", "NEXT", "BfclEnv", "BfclEpisode", "parse_calls", "parse_reply"]

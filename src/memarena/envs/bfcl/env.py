@@ -5,6 +5,12 @@ multi_turn_long_context (200 tasks each). Split: per category, the 200 entries s
 ``random.Random(seed)`` (the same permutation for every category, so one scenario stays on one
 side of the split); the first ``n_train`` are train, the rest test (the paper: 50 / 150 of
 multi_turn_base). Domains are the categories.
+
+Turn handling follows the package's handler: a reply that decodes into no calls ends the turn
+(``text_ends_turn``), and more than ``turn_step_limit`` steps in one turn end the task (the
+package's MAXIMUM_STEP_LIMIT=20 force quit). ``call_format`` picks the action format the prompt
+asks for (Python call lists or Qwen/Hermes ``<tool_call>`` blocks); replies in either format
+(or OpenAI-style JSON calls) are accepted whatever it is.
 """
 
 from __future__ import annotations
@@ -18,11 +24,22 @@ from memarena.core.protocols import EnvPrompt
 from memarena.core.types import Task
 from memarena.envs.bfcl.data import CATEGORIES, index_of, load_category
 from memarena.envs.bfcl.episode import BfclEpisode
-from memarena.envs.bfcl.prompts import ACTION_FORMAT, system_for
+from memarena.envs.bfcl.prompts import ACTION_FORMATS, system_for
 from memarena.envs.options import check_common, choose_names
 
 SPLITS = ("train", "test")
-OPTIONS = ("name", "step_budget", "categories", "n_train", "seed")
+MAX_TOKENS = 256  # agent reply budget when protocol.max_tokens is null: call lists are long
+OPTIONS = (
+    "name",
+    "step_budget",
+    "categories",
+    "n_train",
+    "seed",
+    "text_ends_turn",
+    "turn_step_limit",
+    "call_format",
+)
+CALL_FORMATS = tuple(ACTION_FORMATS)
 
 
 class BfclEnv:
@@ -34,6 +51,11 @@ class BfclEnv:
         categories: multi-turn categories to draw tasks from.
         n_train: train tasks per category (the rest of its 200 are test).
         seed: seed of the split's shuffle.
+        text_ends_turn: a reply that decodes into no calls ends the turn (the package's
+            behaviour); False makes it an invalid action.
+        turn_step_limit: the task ends once the steps within one turn exceed this (the
+            package's 20); None for no limit.
+        call_format: the action format the prompt asks for, ``python`` or ``tool_call``.
     """
 
     def __init__(
@@ -43,15 +65,40 @@ class BfclEnv:
         categories: Sequence[str] | str = ("multi_turn_base",),
         n_train: int = 50,
         seed: int = 0,
+        text_ends_turn: bool = True,
+        turn_step_limit: int | None = 20,
+        call_format: str = "python",
         **unknown: Any,
     ) -> None:
         self.step_budget = check_common("bfcl", unknown, OPTIONS, step_budget)
+        self.max_tokens = MAX_TOKENS
         self.name = str(name)
         self.categories = choose_names("categories", categories, CATEGORIES)
         if not isinstance(n_train, int) or isinstance(n_train, bool) or n_train < 0:
             raise ConfigError(f"memarena: env.n_train={n_train!r} must be an int >= 0.")
         self.n_train = n_train
         self.seed = int(seed)
+        if not isinstance(text_ends_turn, bool):
+            raise ConfigError(
+                f"memarena: env.text_ends_turn={text_ends_turn!r} must be true or false."
+            )
+        self.text_ends_turn = text_ends_turn
+        if turn_step_limit is not None and (
+            not isinstance(turn_step_limit, int)
+            or isinstance(turn_step_limit, bool)
+            or turn_step_limit < 1
+        ):
+            raise ConfigError(
+                f"memarena: env.turn_step_limit={turn_step_limit!r} must be an int >= 1 or "
+                "null (no limit)."
+            )
+        self.turn_step_limit = turn_step_limit
+        if call_format not in CALL_FORMATS:
+            raise ConfigError(
+                f"memarena: env.call_format={call_format!r} is not valid; valid: "
+                f"{list(CALL_FORMATS)}."
+            )
+        self.call_format = str(call_format)
         self._tasks: dict[str, list[Task]] = {}
 
     def _split(self, category: str) -> dict[str, list[dict[str, Any]]]:
@@ -96,12 +143,18 @@ class BfclEnv:
 
     def prompt(self, task: Task | None = None) -> EnvPrompt:
         docs = task.payload.get("functions", []) if task is not None else []
-        return EnvPrompt(system=system_for(docs), action_format=ACTION_FORMAT)
+        return EnvPrompt(system=system_for(docs), action_format=ACTION_FORMATS[self.call_format])
 
     def open(self, task: Task) -> BfclEpisode:
         if task.payload.get("category") not in CATEGORIES:
             raise ConfigError(f"memarena: task {task.id} is not a BFCL multi-turn task.")
-        return BfclEpisode(task, self.step_budget)
+        return BfclEpisode(
+            task,
+            self.step_budget,
+            text_ends_turn=self.text_ends_turn,
+            turn_step_limit=self.turn_step_limit,
+            call_format=self.call_format,
+        )
 
     def close(self) -> None:
         """Nothing to release: each episode drops its own API instances."""

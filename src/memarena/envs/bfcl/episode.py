@@ -8,6 +8,12 @@
   parsed with :mod:`ast` (literal arguments only) and executed through
   ``execute_multi_turn_func_call`` under a model name unique to this episode (the package
   caches instances by model name + task id). ``NEXT`` or ``[]`` ends the turn.
+  :meth:`BfclEpisode.parse_reply` turns a model's reply into that form: a call list anywhere
+  in the text (fenced, after prose or an ``Action:`` prefix), Qwen/Hermes ``<tool_call>``
+  blocks, or OpenAI-style JSON calls. As in the package's handler, a reply that decodes into
+  no calls (text to the user) ends the turn when ``text_ends_turn`` is set (feedback
+  ``text_reply``), and more than ``turn_step_limit`` steps within one turn end the episode
+  (feedback ``turn_step_limit``; the package force-quits after 20).
 - Success: the package's ``multi_turn_checker`` on the executed call lists of every turn
   (steps that executed nothing are left out, as the package's evaluator does). Progress: the
   fraction of turns whose prefix passes the checker, computed at each turn end.
@@ -23,6 +29,7 @@ import ast
 import copy
 import itertools
 import json
+import re
 import uuid
 from typing import Any
 
@@ -68,6 +75,130 @@ def parse_calls(action: str) -> list[str]:
     return calls
 
 
+# -- reply parsing -------------------------------------------------------------------------------
+_THINK = re.compile(r"<think>.*?</think>", re.DOTALL)
+_TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
+_FENCE = re.compile(r"```[ \t]*([A-Za-z_]*)[ \t]*\n?(.*?)(?:```|$)", re.DOTALL)
+_ACTION = re.compile(r"^[ \t]*(?:next[ \t]+)?action(?:[ \t]*\d+)?[ \t]*[:\-][ \t]*", re.I | re.M)
+_MAX_SPANS = 64
+
+
+def _render(calls: list[str]) -> str:
+    return "[" + ", ".join(calls) + "]"
+
+
+def _json_call(item: Any) -> str:
+    """One ``{"name": .., "arguments": ..}`` object (or OpenAI's ``{"function": {...}}``) as a
+    call string with ``repr`` keyword literals; ValueError when it is not one."""
+    if isinstance(item, dict) and isinstance(item.get("function"), dict):
+        item = item["function"]
+    if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+        raise ValueError("not a call object")
+    name = item["name"].strip()
+    args = item.get("arguments", item.get("parameters", {}))
+    if isinstance(args, str):
+        args = json.loads(args) if args.strip() else {}
+    if args is None:
+        args = {}
+    if not name.isidentifier() or not isinstance(args, dict):
+        raise ValueError("not a call object")
+    if not all(isinstance(k, str) and k.isidentifier() for k in args):
+        raise ValueError("argument names must be identifiers")
+    return f"{name}({', '.join(f'{k}={v!r}' for k, v in args.items())})"
+
+
+def _json_calls(value: Any) -> list[str]:
+    if isinstance(value, dict) and isinstance(value.get("tool_calls"), list):
+        value = value["tool_calls"]
+    items = value if isinstance(value, list) else [value]
+    if not items:
+        raise ValueError("no calls")
+    return [_json_call(item) for item in items]
+
+
+def _python_calls(text: str) -> list[str] | None:
+    try:
+        return parse_calls(text)
+    except ParseError:
+        return None
+
+
+def _spans(text: str, opener: str) -> list[str]:
+    """Balanced spans of ``text`` that start with ``opener`` (``[`` or ``{``; quotes
+    respected), outermost first."""
+    spans: list[str] = []
+    i = 0
+    while i < len(text) and len(spans) < _MAX_SPANS:
+        if text[i] != opener:
+            i += 1
+            continue
+        depth, quote, j = 0, "", i
+        while j < len(text):
+            ch = text[j]
+            if quote:
+                if ch == "\\":
+                    j += 1
+                elif ch == quote:
+                    quote = ""
+            elif ch in "'\"":
+                quote = ch
+            elif ch in "[({":
+                depth += 1
+            elif ch in "])}":
+                depth -= 1
+                if depth == 0:
+                    break
+            j += 1
+        if depth == 0 and j < len(text):
+            spans.append(text[i : j + 1])
+            i = j + 1
+        else:
+            i += 1
+    return spans
+
+
+def parse_reply(text: str) -> str:
+    """A model's reply -> ``NEXT``, a canonical call list ``"[f(a=1), g(x='y')]"``, or the
+    stripped text when it decodes into neither (the episode then reports it).
+
+    Accepted: Qwen/Hermes ``<tool_call>{"name": .., "arguments": {..}}</tool_call>`` blocks (one
+    or several); a JSON call object or list of them (``arguments`` a dict or a JSON string,
+    ``{"function": {..}}`` wrappers too); a Python call list or single call, whole, in a code
+    fence, after an ``Action:`` prefix, on a line of its own, or as a ``[...]`` span in prose.
+    ``<think>`` blocks are ignored.
+    """
+    raw = text.strip()
+    body = raw.rsplit("</think>", 1)[-1] if "</think>" in raw else raw
+    body = _THINK.sub("", body).strip()
+    if body.upper() == NEXT:
+        return NEXT
+    blocks = _TOOL_CALL.findall(body)
+    if blocks:
+        try:
+            return _render([call for b in blocks for call in _json_calls(json.loads(b))])
+        except ValueError:
+            return raw
+    fences = [code.strip() for _, code in _FENCE.findall(body)]
+    for candidate in [body, *fences, *_spans(body, "{"), *_spans(body, "[")]:
+        if candidate[:1] in "{[":
+            try:
+                return _render(_json_calls(json.loads(candidate)))
+            except ValueError:
+                pass
+    after = [body[m.end() :].strip() for m in _ACTION.finditer(body)]
+    lines = [_ACTION.sub("", ln).strip().strip("`").strip() for ln in body.splitlines()]
+    for candidate in [body, *fences, *after, *_spans(body, "["), *lines]:
+        if not candidate:
+            continue
+        calls = _python_calls(candidate)
+        if calls is not None and (calls or candidate in ("[]", "[ ]")):
+            return _render(calls)
+    tail = [ln.strip(" \t.`'\"*").upper() for ln in [*after, *lines] if ln]
+    if NEXT in tail:
+        return NEXT
+    return raw
+
+
 def _is_error(result: str) -> bool:
     """An exception in the API, or an API reply of the form {"error": ...}."""
     if result.startswith(ERROR_PREFIX):
@@ -96,7 +227,20 @@ def _forget(prefix: str) -> None:
 
 
 class BfclEpisode:
-    def __init__(self, task: Task, step_budget: int = 30) -> None:
+    """One task. ``text_ends_turn``: a reply that decodes into no calls ends the turn (as the
+    package's handler does) instead of being an invalid action. ``turn_step_limit``: the
+    episode ends once the steps within one turn exceed it (None: no limit). ``call_format``
+    (``python`` | ``tool_call``) only picks the format named in error hints."""
+
+    def __init__(
+        self,
+        task: Task,
+        step_budget: int = 30,
+        *,
+        text_ends_turn: bool = True,
+        turn_step_limit: int | None = 20,
+        call_format: str = "python",
+    ) -> None:
         self.task = task
         p = task.payload
         self.entry_id: str = p["id"]
@@ -108,12 +252,17 @@ class BfclEpisode:
         self.long_context = bool(p.get("long_context", False))
         self.missed: dict[str, list[dict[str, Any]]] = dict(p.get("missed_functions") or {})
         self.step_budget = step_budget
+        self.text_ends_turn = text_ends_turn
+        self.turn_step_limit = turn_step_limit
+        self.format_hint = _FORMAT_HINTS.get(call_format, _FORMAT_HINTS["python"])
         self.model_name = ""
         self._reset_state()
 
     def _reset_state(self) -> None:
         self.turn = 0
+        self.turns_done = 0
         self.steps_taken = 0
+        self.turn_steps = 0
         self.calls: list[list[list[str]]] = [[] for _ in self.turns]
         self.available = {d["name"] for d in self.task.payload["functions"]}
         # every method of the task's classes runs, as in the package's executor; functions
@@ -196,6 +345,11 @@ class BfclEpisode:
         self._state = _state(instances)
         return self._obs(self._turn_text(), "reset")
 
+    def parse_reply(self, text: str) -> str:
+        """The runner's hook: a model reply -> NEXT, a canonical call list, or the stripped
+        text (see :func:`parse_reply`)."""
+        return parse_reply(text)
+
     def step(self, action: str) -> StepResult:
         if self.done:
             obs = Observation(DONE_MESSAGE, self._goal(), None, {"action_kind": "done"})
@@ -203,13 +357,16 @@ class BfclEpisode:
                 obs, 0.0, True, self.success, self.progress, Feedback(False, False, "done")
             )
         self.steps_taken += 1
-        if action.strip().upper() == NEXT:
+        action = parse_reply(action)  # idempotent on canonical actions
+        if action == NEXT:
             return self._end_turn()
         try:
             calls = parse_calls(action)
         except ParseError as exc:
-            return self._result(
-                f"Invalid action: {exc}. {_FORMAT_HINT}",
+            if self.text_ends_turn:
+                return self._end_turn(Feedback(True, False, "text_reply"))
+            return self._in_turn(
+                f"Invalid action: {exc}. {self.format_hint}",
                 "invalid",
                 Feedback(False, False, "invalid_action"),
             )
@@ -218,7 +375,7 @@ class BfclEpisode:
         unknown = [c.split("(", 1)[0] for c in calls if c.split("(", 1)[0] not in self.known]
         if unknown:
             text = f"Invalid action: {unknown[0]} is not an available function; nothing was run."
-            return self._result(text, "invalid", Feedback(False, False, "invalid_action"))
+            return self._in_turn(text, "invalid", Feedback(False, False, "invalid_action"))
         results, instances = self._execute(calls)
         self.calls[self.turn].append(calls)
         state = _state(instances)
@@ -226,7 +383,17 @@ class BfclEpisode:
         failed = all(_is_error(r) for r in results)
         text = "\n".join(f"{c} -> {r}" for c, r in zip(calls, results, strict=True))
         fb = Feedback(not failed, changed, "execution_error" if failed else None)
-        return self._result(text, "calls", fb)
+        return self._in_turn(text, "calls", fb)
+
+    def _in_turn(self, text: str, kind: str, fb: Feedback) -> StepResult:
+        """A step that stays in the current turn; past ``turn_step_limit`` such steps the
+        episode ends (the package's force quit)."""
+        self.turn_steps += 1
+        if self.turn_step_limit is not None and self.turn_steps > self.turn_step_limit:
+            self._finish()
+            text += f"\nMore than {self.turn_step_limit} steps in one turn: the conversation ends."
+            fb = Feedback(fb.valid_action, fb.state_changed, "turn_step_limit")
+        return self._result(text, kind, fb)
 
     def _result(self, text: str, kind: str, fb: Feedback) -> StepResult:
         if not self.done and self.steps_taken >= self.step_budget:
@@ -235,8 +402,10 @@ class BfclEpisode:
         reward = 1.0 if self.done and self.success else 0.0
         return StepResult(self._obs(text, kind), reward, self.done, self.success, self.progress, fb)
 
-    def _end_turn(self) -> StepResult:
+    def _end_turn(self, fb: Feedback | None = None) -> StepResult:
         self.turn += 1
+        self.turns_done = self.turn
+        self.turn_steps = 0
         if self.turn < len(self.turns) and self._check(self.turn).get("valid"):
             self.progress = max(self.progress, self.turn / len(self.turns))
         if self.turn >= len(self.turns):
@@ -244,7 +413,7 @@ class BfclEpisode:
             text = "The conversation is over."
         else:
             text = self._turn_text()
-        return self._result(text, "next", Feedback(True, True, None))
+        return self._result(text, "next", fb or Feedback(True, True, None))
 
     def _finish(self) -> None:
         self.verdict = self._check(len(self.turns))
@@ -253,6 +422,18 @@ class BfclEpisode:
             self.progress = 1.0
         self.done = True
         self.turn = min(self.turn, len(self.turns) - 1)
+
+    def details(self) -> dict[str, Any]:
+        """For error analysis: the final checker verdict (None before the episode ends) and
+        how many of the task's turns were ended."""
+        verdict = self.verdict or {}
+        valid = verdict.get("valid")
+        return {
+            "checker_valid": None if self.verdict is None else bool(valid),
+            "checker_error_type": verdict.get("error_type"),
+            "turns_done": self.turns_done,
+            "turns": len(self.turns),
+        }
 
     # -- expert --------------------------------------------------------------------------------
     def expert_action(self) -> str | None:
@@ -278,4 +459,10 @@ class BfclEpisode:
             _forget(self.model_name)
 
 
-_FORMAT_HINT = "Send a list of calls such as [cd(folder='document'), ls()] or NEXT."
+_FORMAT_HINTS = {
+    "python": "Send a list of calls such as [cd(folder='document'), ls()] or NEXT.",
+    "tool_call": (
+        'Send one <tool_call>{"name": "cd", "arguments": {"folder": "document"}}</tool_call> '
+        "block per call, or NEXT."
+    ),
+}

@@ -22,6 +22,15 @@ ACTION_FORMAT = (
     "the current turn. Nothing else."
 )
 
+TOOL_CALL_FORMAT = (
+    "To call functions, reply with one block per call of the form "
+    '<tool_call>{"name": <function name>, "arguments": {<parameter>: <value>, ...}}</tool_call>'
+    ', e.g. <tool_call>{"name": "cd", "arguments": {"folder": "document"}}</tool_call> '
+    "(several blocks make several calls in one step); or reply with NEXT to end the current "
+    "turn. Nothing else."
+)
+ACTION_FORMATS = {"python": ACTION_FORMAT, "tool_call": TOOL_CALL_FORMAT}
+
 RELEASE_MESSAGE = "New functions are available:\n{functions}"
 
 
