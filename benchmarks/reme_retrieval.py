@@ -58,7 +58,7 @@ def run(n: int, probes: int, seed: int, embedder: SentenceEmbedder) -> str:
     t0 = time.perf_counter()
     memory.pool.matrix("content")
     content_s = time.perf_counter() - t0
-    retrieve, dedup = [], []
+    retrieve, dedup, search = [], [], []
     for i in range(probes):
         _, what, query = _text(rng)
         q = MemoryQuery(Task(f"q{i}", "bench", "test", "d", query), Observation("", query))
@@ -70,6 +70,9 @@ def run(n: int, probes: int, seed: int, embedder: SentenceEmbedder) -> str:
         t0 = time.perf_counter()
         memory.pool.max_similarity(vector)
         dedup.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        memory.pool.search(vector, "usage_scenario", 5)
+        search.append(time.perf_counter() - t0)
 
     def pct(xs: list[float], q: float) -> float:
         return sorted(xs)[int(q * (len(xs) - 1))] * 1e3
@@ -79,6 +82,7 @@ def run(n: int, probes: int, seed: int, embedder: SentenceEmbedder) -> str:
         f"content_index_s={content_s:.1f} "
         f"retrieve_p50_ms={statistics.median(retrieve) * 1e3:.2f} "
         f"retrieve_p95_ms={pct(retrieve, 0.95):.2f} "
+        f"search_only_p50_ms={statistics.median(search) * 1e3:.3f} "
         f"dedup_check_p50_ms={statistics.median(dedup) * 1e3:.3f} probes={probes}"
     )
 
