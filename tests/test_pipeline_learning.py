@@ -116,6 +116,12 @@ class Recorder(BaseMemory):
     def observe_retry(self, trajectory, outcome, attempt, context):
         self.retries.append((trajectory.task.id, attempt, outcome.success))
 
+    def state_dict(self):
+        return {"observed": list(self.observed)}
+
+    def load_state_dict(self, state):
+        self.observed = list(state["observed"])
+
 
 def _parts(tmp_path, memory, policy=None) -> Parts:
     return Parts(
@@ -182,6 +188,21 @@ def test_reflection_retries_stop_at_success_or_the_limit(tmp_path, lesson_at, li
         range(1, attempts + 1)
     )
     assert compute_metrics(records)["success_rate"] == 0.0
+
+
+def test_every_learning_run_starts_from_the_saved_snapshot(tmp_path):
+    saved = Recorder()
+    saved.observed = ["from-acquisition"]
+    source = RunStore(tmp_path / "source")
+    saved.save(source.memory_dir)
+    source.mark_snapshot_complete({})
+    memory = Recorder(max_reflections=0)
+    parts = _parts(tmp_path / "run", memory)
+    cfg = _cfg(runs=2, snapshot_from=str(tmp_path / "source"))
+    acquire(parts, cfg, parts.backbone)
+    records = evaluate(parts, cfg)
+    assert len(records) == 8
+    assert memory.observed == ["from-acquisition"] + [f"test{i}" for i in range(4)]
 
 
 def test_frozen_memory_makes_no_retries(tmp_path):

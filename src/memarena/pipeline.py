@@ -64,6 +64,9 @@ class Parts:
     services: MemoryServices
     settings: RunnerSettings
     store: RunStore
+    # the method's own LLM tokens during evaluation (summed over runs; a learning memory is
+    # reloaded from the snapshot before each run, which also resets its counters)
+    eval_memory_tokens: int = 0
 
 
 # --------------------------------------------------------------------------------------------
@@ -306,6 +309,14 @@ def _snapshot_dir(source: str) -> Path:
 # evaluation
 
 
+def _start_snapshot(parts: Parts, cfg: DictConfig) -> Path | None:
+    """The snapshot evaluation starts from: ``protocol.snapshot_from`` or this run's own."""
+    source = cfg.protocol.get("snapshot_from")
+    if source:
+        return _snapshot_dir(source)
+    return parts.store.memory_dir if parts.store.snapshot_complete() else None
+
+
 def _key(rec: dict[str, Any]) -> tuple[Any, int, str]:
     return rec.get("agent"), rec["run"], rec["task_id"]
 
@@ -427,13 +438,17 @@ def evaluate(parts: Parts, cfg: DictConfig) -> list[dict[str, Any]]:
                 len(done_ids),
             )
             if learning:
-                if store.snapshot_complete():
-                    memory.load(store.memory_dir)
+                start = _start_snapshot(parts, cfg)
+                if start is not None:  # every run starts from the acquired memory
+                    memory.load(start)
+                before = memory.own_tokens()
                 online = _Learning(parts, run, view, run // per_rep)
                 mine = [r for r in retries if r.get("agent") == view and r["run"] == run]
                 online.replay(done_here, mine)
                 online.episodes(runner, remaining)
+                parts.eval_memory_tokens += memory.own_tokens() - before
             else:
+                before = memory.own_tokens()
                 runner.run(
                     remaining,
                     on_finish=lambda r, run=run, view=view: store.append(
@@ -441,6 +456,7 @@ def evaluate(parts: Parts, cfg: DictConfig) -> list[dict[str, Any]]:
                         _record(r, run, agent=view, repetition=run // per_rep),
                     ),
                 )
+                parts.eval_memory_tokens += memory.own_tokens() - before
     memory.set_view(None)
     return [r for r in store.read(files.EPISODES) if _key(r) in wanted]
 
@@ -496,14 +512,14 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         acquire(parts, cfg, policy)
         if cfg.protocol.freeze_during_eval:
             parts.memory.freeze()
-        before = parts.memory.own_tokens()
         records = evaluate(parts, cfg)
         memory_llm = parts.services.llm_if_built
         # the method's own LLM tokens during evaluation, counted by the method (a backbone's
         # usage delta would double-count the agent's tokens when the two share a backbone)
-        after = parts.memory.own_tokens()
         metrics = compute_metrics(
-            records, memory_tokens=after - before, runs_per_repetition=int(cfg.protocol.runs)
+            records,
+            memory_tokens=parts.eval_memory_tokens,
+            runs_per_repetition=int(cfg.protocol.runs),
         )
         metrics.update(parts.memory.metrics())
         metrics.update(acquisition_cost(parts.store.read(files.ACQUISITION), metrics))
