@@ -37,10 +37,14 @@ from memarena.results.report_common import (  # noqa: F401  (re-exported for the
     backbone_key,
     experiment_runs,
     mean_bars,
+    purpose_tokens,
+    run_ids,
     save_figure,
     variant_key,
     write_table,
 )
+from memarena.results.report_common import number as _num
+from memarena.results.report_common import ordered as _order
 from memarena.results.report_common import report_missing as _report_missing
 
 __all__ = ["backbone_key", "variant_key", "write_table"]  # re-exported for the notebook
@@ -95,47 +99,6 @@ def report_missing(runs: pd.DataFrame, experiment: str) -> bool:
     return _report_missing(runs, experiment, command_for(experiment))
 
 
-def _num(value: Any) -> float | None:
-    if value is None or isinstance(value, bool):
-        return None
-    try:
-        out = float(value)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(out) else out
-
-
-def purpose_tokens(run: pd.Series | dict) -> dict[str, float]:
-    """Tokens per purpose from the flattened ``token_usage/...`` entries of a run.
-
-    ``token_usage`` may map purpose -> tokens, or purpose -> {prompt_tokens,
-    completion_tokens, ...}; a purpose's ``total`` / ``total_tokens`` / ``tokens`` entry wins
-    over summing its prompt and completion tokens (other entries, e.g. ``calls``, are ignored).
-    """
-    leaves: dict[str, dict[str, float]] = {}
-    for key, value in dict(run).items():
-        key = str(key).removeprefix("memory_")  # memory_token_usage/... (G-Memory family)
-        if not key.startswith("token_usage/"):
-            continue
-        v = _num(value)
-        if v is None:
-            continue
-        rest = str(key)[len("token_usage/") :].split("/")
-        purpose, leaf = rest[0], ("/".join(rest[1:]) or "")
-        leaves.setdefault(purpose, {})[leaf] = v
-    out = {}
-    for purpose, parts in leaves.items():
-        for total in ("", "total", "total_tokens", "tokens"):
-            if total in parts:
-                out[purpose] = parts[total]
-                break
-        else:
-            out[purpose] = sum(
-                v for k, v in parts.items() if k in ("prompt_tokens", "completion_tokens")
-            )
-    return out
-
-
 def long_metrics(runs: pd.DataFrame) -> pd.DataFrame:
     """One row per run x metric: the score (``progress`` / ``em``, %), ``tokens_per_task``,
     ``memory_token_share_pct`` (the memory method's own tokens / all tokens) and, where the
@@ -147,14 +110,7 @@ def long_metrics(runs: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for _, run in runs.iterrows():
         setting = run.get("setting", setting_of(run["env"]))
-        base = {
-            "experiment": run["experiment"],
-            "env": run["env"],
-            "setting": setting,
-            "backbone": run["backbone"],
-            "variant": run.get("variant_key", run["method"]),
-            "seed": run["seed"],
-        }
+        base = {**run_ids(run), "setting": setting}
 
         def add(metric: str, value: float | None, base=base) -> None:
             if value is not None and not math.isnan(value):
@@ -189,11 +145,6 @@ def paper_rows(tables: Sequence[str]) -> pd.DataFrame:
     """The paper's stated numbers of ``tables`` (``table1_prose``, ``table2_prose``, ``fig3``)."""
     paper = paper_numbers(PAPER)
     return paper[paper["table"].isin(list(tables))].reset_index(drop=True)
-
-
-def _order(names: Sequence[str], order: Sequence[str]) -> list[str]:
-    known = [m for m in order if m in names]
-    return known + sorted(m for m in names if m not in known)
 
 
 def _cell(mean: float, std: float) -> str:

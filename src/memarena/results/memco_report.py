@@ -28,6 +28,8 @@ from memarena.results.report_common import (  # noqa: F401  (re-exported for the
     backbone_key,
     experiment_runs,
     mean_bars,
+    mean_line,
+    run_ids,
     save_figure,
     variant_key,
     write_table,
@@ -144,14 +146,7 @@ def long_metrics(runs: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=cols)
     rows = []
     for _, run in runs.iterrows():
-        base = {
-            "experiment": run["experiment"],
-            "env": run["env"],
-            "backbone": run["backbone"],
-            "variant": run["variant_key"],
-            "seed": run["seed"],
-            "step_budget": run.get("step_budget", math.nan),
-        }
+        base = {**run_ids(run), "step_budget": run.get("step_budget", math.nan)}
 
         def add(setting: str, prefix: str, row=run, base=base) -> None:
             for src, (name, scale) in {
@@ -418,14 +413,7 @@ def figure_budget(summary: pd.DataFrame, out_dir: str | Path, name: str = "fig3d
         ]
         for (variant, backbone), grp in sub.groupby(["variant", "backbone"]):
             grp = grp.sort_values("step_budget")
-            ax.errorbar(
-                grp["step_budget"],
-                grp["mean"],
-                yerr=grp["std"].fillna(0),
-                marker="o",
-                capsize=2,
-                label=f"{variant} ({backbone})",
-            )
+            mean_line(ax, grp["step_budget"], grp, f"{variant} ({backbone})")
         ax.set_xlabel("interaction budget (steps)")
         ax.set_ylabel("accuracy (%)")
         ax.set_title(f"ALFWorld {split}")

@@ -1,0 +1,719 @@
+"""Helpers of notebooks/reme.ipynb: ReMe's Tables 1-5 and Figures 3-5 from the results tree,
+plus the memory-cost table and the cross-paper runs.
+
+Reads ``<results>/<experiment>/<env>/<method>[+<ablation>]/<backbone>/seed<k>/metrics.json``
+(via :func:`memarena.results.collect.collect`) and, for Figure 5, the run's ``episodes.jsonl``;
+puts the numbers ReMe's text states (:func:`memarena.results.paper.paper_numbers` ``("reme")``)
+beside ours. Every function accepts an empty result and then returns the paper's numbers alone
+(ours ``"not run"``) / an empty frame / a figure of the paper's numbers.
+
+Conventions: scores are in percent. ``avg_at_<k>`` / ``pass_at_<k>`` are ReMe's Avg@k / Pass@k
+over the k runs of one repetition (k = metrics.json ``runs``; a k = 1 run gives avg_at_1 =
+pass_at_1 = its success rate); a cell is the mean over every repetition of every seed
+(``at_k_repetitions``) ± their population std, the paper's convention (its 59.55 ± 0.83 is the
+mean and population std of 58.67 / 60.67 / 59.33, three Pass@4 values over 150 tasks); one value
+alone shows no std. ``variant`` is the method name, or for an ablation its last name component
+(``reme+dynamic`` gives ``dynamic``), matching the paper CSV's ``variant``; ``reme`` alone is
+ReMe (fixed). Backbones match the paper's by :func:`backbone_key` (``Qwen3-8B`` = ``qwen3_8b``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from memarena.results.collect import read_episodes
+from memarena.results.paper import paper_numbers
+from memarena.results.report_common import (  # noqa: F401  (re-exported for the notebook)
+    backbone_key,
+    experiment_runs,
+    mean_bars,
+    mean_line,
+    number,
+    ordered,
+    purpose_tokens,
+    run_ids,
+    save_figure,
+    variant_key,
+    write_table,
+)
+from memarena.results.report_common import report_missing as _report_missing
+
+PAPER = "reme"
+NOT_RUN = "not run"
+# experiment_name -> the experiment configs that write it (conf/experiment/<config>.yaml)
+CONFIGS = {"reme_table1": ("reme_table1", "reme_table1_dynamic")}
+# report section -> {experiment_name: variants taken from it (None: all)}
+SOURCES: dict[str, dict[str, tuple[str, ...] | None]] = {
+    "table1": {"reme_table1": None},
+    "table2": {"reme_table2": None, "reme_table1": ("none", "reme")},
+    "table3": {"reme_table3": None, "reme_table1": ("dynamic",)},
+    "table4": {"reme_table4": None, "reme_table1": ("reme",)},
+    "table5": {"reme_table5": None},
+    "fig4": {"reme_fig4": None},
+    "fig5": {"reme_table1": None},
+    "other": {"reme_other_benchmarks": None},
+}
+LABELS = {
+    "none": "No Memory",
+    "amem": "A-Mem",
+    "langmem": "LangMem",
+    "reme": "ReMe (fixed)",
+    "dynamic": "ReMe (dynamic)",
+    "trajectory": "Trajectory-level",
+    "full_addition": "full addition",
+    "selective": "selective addition",
+    "selective_reflection": "selective addition + reflection",
+    "summ_qwen3_14b": "LLM_summ Qwen3-14B",
+    "summ_qwen3_32b": "LLM_summ Qwen3-32B",
+    "key_task_query": "task query",
+    "key_generalized_query": "generalized query",
+    "key_keywords": "query keywords",
+    "key_usage_scenario": "usage scenario",
+}
+TABLE_VARIANTS = {
+    "table1": ("none", "amem", "langmem", "reme", "dynamic"),
+    "table2": ("trajectory", "reme"),
+    "table3": ("full_addition", "selective", "selective_reflection", "dynamic"),
+    "table4": ("reme", "summ_qwen3_14b", "summ_qwen3_32b"),
+    "table5": ("key_task_query", "key_generalized_query", "key_keywords", "key_usage_scenario"),
+}
+# the paper's label of reme in Table 2 (keypoint granularity) and Table 4 (summ = executor)
+ROW_LABELS = {
+    "table2": {"reme": "Keypoint-level"},
+    "table4": {"reme": "LLM_summ = LLM_execute"},
+}
+METRICS = ("avg_at_4", "pass_at_4")
+METRIC_LABELS = {"avg_at_4": "Avg@4", "pass_at_4": "Pass@4"}
+SETTING_LABELS = {"bfcl": "BFCL-V3", "appworld": "AppWorld", "avg": "Avg"}
+# the differences the paper prints beside Table 2 / Table 4 cells: (base variant, metric suffix)
+DELTAS = {"table2": ("none", "gain_vs_none"), "table4": ("reme", "delta_vs_reme")}
+
+# BFCL multi-turn checker error types (bfcl_eval 2025.8.6: eval_checker/multi_turn_eval/
+# multi_turn_checker.py and eval_runner.py) -> readable failure categories of Figure 5(b)
+STEP_LIMIT = "step limit (turns not reached)"
+ERROR_CATEGORIES = {
+    "multi_turn:instance_state_mismatch": "state mismatch (wrong or missing action)",
+    "multi_turn:execution_response_mismatch": "wrong response",
+    "multi_turn:empty_turn_model_response": "action omission (empty turn)",
+    "multi_turn:method_invoke_order_mismatch": "wrong call order",
+    "multi_turn:irrelevance_error:decoder_success": "acted on an irrelevant turn",
+    "multi_turn:force_terminated": STEP_LIMIT,
+    "multi_turn:inference_error": "inference error",
+    "checker_exception": "checker exception",
+}
+
+
+def command_for(experiment: str) -> str:
+    """The command(s) that produce the results of ``experiment``."""
+    configs = CONFIGS.get(experiment, (experiment,))
+    return "; ".join(f"python run.py -m experiment={c} backbone=<preset>" for c in configs)
+
+
+def load_runs(results_dir: str | Path, section: str) -> pd.DataFrame:
+    """The run rows a report section reads (:data:`SOURCES`), with ``variant_key``; empty frame
+    when none has results yet."""
+    parts = []
+    for experiment, variants in SOURCES[section].items():
+        runs = experiment_runs(results_dir, experiment)
+        if runs.empty:
+            continue
+        if variants is not None:
+            runs = runs[runs["variant_key"].isin(variants)]
+        parts.append(runs)
+    parts = [p for p in parts if not p.empty]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+def report_missing(runs: pd.DataFrame, section: str) -> bool:
+    """Print which experiments produce ``section``'s results when it has none; True when it
+    has some."""
+    experiments = list(SOURCES[section])
+    command = "; ".join(command_for(e) for e in reversed(experiments))
+    return _report_missing(runs, " + ".join(experiments), command)
+
+
+def _repetitions(run: pd.Series | dict) -> list[tuple[float, float]]:
+    """(Avg@k, Pass@k) of each repetition of a run, in [0, 1]."""
+    out = []
+    i = 0
+    while True:
+        avg = number(run.get(f"at_k_repetitions/{i}/avg_at_k"))
+        pas = number(run.get(f"at_k_repetitions/{i}/pass_at_k"))
+        if avg is None or pas is None:
+            break
+        out.append((avg, pas))
+        i += 1
+    if out:
+        return out
+    avg, pas = number(run.get("avg_at_k")), number(run.get("pass_at_k"))
+    if avg is not None and pas is not None:
+        return [(avg, pas)]
+    rate = number(run.get("success_rate"))
+    return [] if rate is None else [(rate, rate)]
+
+
+def long_metrics(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per run x repetition x metric: ``avg_at_<k>`` and ``pass_at_<k>`` in percent,
+    plus (repetition NaN) ``success_rate`` / ``progress_rate`` (%) and ``avg_steps``."""
+    cols = ["experiment", "env", "backbone", "variant", "seed", "repetition", "metric", "value"]
+    if runs.empty:
+        return pd.DataFrame(columns=cols)
+    rows = []
+    for _, run in runs.iterrows():
+        base = run_ids(run)
+        k = int(number(run.get("runs")) or 1)
+        for rep, (avg, pas) in enumerate(_repetitions(run)):
+            rows.append({**base, "repetition": rep, "metric": f"avg_at_{k}", "value": 100 * avg})
+            rows.append({**base, "repetition": rep, "metric": f"pass_at_{k}", "value": 100 * pas})
+        for name, scale in (("success_rate", 100.0), ("progress_rate", 100.0), ("avg_steps", 1)):
+            value = number(run.get(name))
+            if value is not None:
+                rows.append(
+                    {**base, "repetition": math.nan, "metric": name, "value": value * scale}
+                )
+    return pd.DataFrame(rows, columns=cols)
+
+
+def summarize(long: pd.DataFrame) -> pd.DataFrame:
+    """Mean, population std (NaN for one value), number of values and of seeds per env,
+    backbone, variant and metric."""
+    by = ["env", "backbone", "variant", "metric"]
+    cols = [*by, "mean", "std", "n", "n_seeds"]
+    if long.empty:
+        return pd.DataFrame(columns=cols)
+    g = long.groupby(by, dropna=False, sort=True)
+    out = g["value"].agg(mean="mean", std=lambda v: v.std(ddof=0), n="count")
+    out["n_seeds"] = g["seed"].nunique()
+    out.loc[out["n"] < 2, "std"] = math.nan
+    return out.reset_index()[cols]
+
+
+def cell(mean: float | None, std: float | None = None) -> str:
+    """``"44.50 ± 0.85"`` (the paper's format), just the mean without a std, ``"not run"``
+    without a mean."""
+    if mean is None or pd.isna(mean):
+        return NOT_RUN
+    if std is None or pd.isna(std):
+        return f"{mean:.2f}"
+    return f"{mean:.2f} ± {std:.2f}"
+
+
+def paper_rows(tables: Sequence[str]) -> pd.DataFrame:
+    """The paper's stated numbers of ``tables`` (``table1`` ... ``table5``, ``*_prose``,
+    ``fig5``), with ``bkey`` (:func:`backbone_key`) added."""
+    paper = paper_numbers(PAPER)
+    paper = paper[paper["table"].isin(list(tables))].reset_index(drop=True)
+    paper["bkey"] = paper["backbone"].map(backbone_key)
+    return paper
+
+
+def natural(text: object) -> list:
+    """Sort key that orders ``qwen3-8b`` before ``qwen3-14b``."""
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(text).lower())]
+
+
+def _stats(summary: pd.DataFrame) -> dict[tuple, tuple[float, float]]:
+    """(bkey, env, variant, metric) -> (mean, std) of ``summary``."""
+    if summary.empty:
+        return {}
+    return {
+        (backbone_key(b), e, v, m): (mean, std)
+        for b, e, v, m, mean, std in zip(
+            summary["backbone"],
+            summary["env"],
+            summary["variant"],
+            summary["metric"],
+            summary["mean"],
+            summary["std"],
+            strict=True,
+        )
+    }
+
+
+def beside_paper(
+    summary: pd.DataFrame, table: str, settings: Sequence[str] = ("bfcl",)
+) -> pd.DataFrame:
+    """Table ``table`` (``table1`` ... ``table5``) in the paper's layout: one row per model and
+    variant (the paper's rows, then any of ours it lacks), for each setting and metric our
+    ``mean ± std`` beside the paper's; Table 2 / Table 4 add our and the paper's difference to
+    their base row (No Memory / summarizer = executor). ``summary`` is :func:`summarize` of the
+    table's runs (``env`` = setting)."""
+    paper = paper_rows([table])
+    pvals = {
+        (b, s, v, m): val
+        for b, s, v, m, val in zip(
+            paper["bkey"],
+            paper["setting"],
+            paper["variant"],
+            paper["metric"],
+            paper["value"],
+            strict=True,
+        )
+    }
+    models = dict(zip(paper["bkey"], paper["backbone"], strict=True))
+    ours = _stats(summary)
+    keys = list(dict.fromkeys(zip(paper["bkey"], paper["variant"], strict=True)))
+    wanted = TABLE_VARIANTS[table]
+    if not summary.empty:
+        mine = summary[summary["metric"].isin(METRICS) & summary["variant"].isin(wanted)]
+        for backbone, variant in zip(mine["backbone"], mine["variant"], strict=True):
+            models.setdefault(backbone_key(backbone), backbone)
+            if (backbone_key(backbone), variant) not in keys:
+                keys.append((backbone_key(backbone), variant))
+        ours_models = {backbone_key(b): b for b in mine["backbone"]}
+    else:
+        ours_models = {}
+    order = {v: i for i, v in enumerate(wanted)}
+    keys.sort(key=lambda kv: (natural(models.get(kv[0], kv[0])), order.get(kv[1], len(order))))
+    delta = DELTAS.get(table)
+    labels = {**LABELS, **ROW_LABELS.get(table, {})}
+    rows = []
+    for bkey, variant in keys:
+        row = {
+            "model": models.get(bkey, bkey),
+            "ours_backbone": ours_models.get(bkey, "-"),
+            "variant": variant,
+            "method": labels.get(variant, variant),
+        }
+        for setting in settings:
+            prefix = "" if len(settings) == 1 else f"{SETTING_LABELS.get(setting, setting)} "
+            for metric in METRICS:
+                name = prefix + METRIC_LABELS[metric]
+                mean, std = ours.get((bkey, setting, variant, metric), (None, None))
+                row[f"{name} ours"] = cell(mean, std)
+                row[f"{name} paper"] = cell(
+                    pvals.get((bkey, setting, variant, metric)),
+                    pvals.get((bkey, setting, variant, metric + "_std")),
+                )
+                if delta is None:
+                    continue
+                base, suffix = delta
+                b = ours.get((bkey, setting, base, metric), (None, None))[0]
+                d = None if mean is None or b is None or variant == base else mean - b
+                row[f"{name} Δ ours"] = math.nan if d is None else round(d, 2)
+                row[f"{name} Δ paper"] = pvals.get(
+                    (bkey, setting, variant, f"{metric}_{suffix}"), math.nan
+                )
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def table1(summary: pd.DataFrame) -> pd.DataFrame:
+    """Table 1: BFCL-V3, AppWorld and their average per model and method; ours only exist for
+    BFCL-V3 (AppWorld, A-Mem and LangMem are not in memarena: ``not run``)."""
+    return beside_paper(summary, "table1", ("bfcl", "appworld", "avg"))
+
+
+def prose_beside_ours(summary: pd.DataFrame) -> pd.DataFrame:
+    """The gains the prose states (Table 1: ReMe over No Memory for Qwen3-8B; Table 3:
+    selective over full addition) beside ours on BFCL-V3 (the paper's Table 1 gains average
+    BFCL-V3 and AppWorld)."""
+    paper = paper_rows(["table1_prose", "table3_prose"])
+    ours = _stats(summary)
+    rows = []
+    for _, p in paper.iterrows():
+        metric, _, rest = p["metric"].partition("_gain_vs_")
+        a = ours.get((p["bkey"], "bfcl", p["variant"], metric), (None, None))[0]
+        b = ours.get((p["bkey"], "bfcl", rest, metric), (None, None))[0]
+        rows.append(
+            {
+                "table": p["table"],
+                "backbone": p["backbone"],
+                "variant": p["variant"],
+                "vs": rest,
+                "metric": METRIC_LABELS.get(metric, metric),
+                "paper_setting": p["setting"],
+                "paper": p["value"],
+                "ours_bfcl": math.nan if a is None or b is None else round(a - b, 2),
+                "source": p["source"],
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------------------------
+# figures 3 and 4
+
+
+def figure3(summary: pd.DataFrame, out_dir: str | Path, name: str = "fig3_retrieval_keys.png"):
+    """Figure 3: Avg@4 / Pass@4 bars per retrieval key (one group per backbone of ours); the
+    paper's Table 5 values of the same cells as crosses (Figure 3's bar heights are not in the
+    text)."""
+    import matplotlib.pyplot as plt
+
+    keys = list(TABLE_VARIANTS["table5"])
+    paper = paper_rows(["table5"])
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
+    mine = summary[summary["variant"].isin(keys)] if not summary.empty else summary
+    backbones = sorted(mine["backbone"].unique()) if not mine.empty else []
+    markers = ("x", "+", "1")
+    for ax, metric in zip(axes, METRICS, strict=True):
+        n = max(1, len(backbones))
+        width = 0.8 / n
+        for j, backbone in enumerate(backbones):
+            sub = mine[(mine["backbone"] == backbone) & (mine["metric"] == metric)]
+            xs = [i + (j - (n - 1) / 2) * width for i in range(len(keys))]
+            mean_bars(ax, xs, sub.set_index("variant"), keys, width, f"ours {backbone}")
+        for k, (pb, grp) in enumerate(paper[paper["metric"] == metric].groupby("backbone")):
+            pv = grp.set_index("variant")["value"]
+            ax.scatter(
+                range(len(keys)),
+                [pv.get(v, math.nan) for v in keys],
+                marker=markers[k % len(markers)],
+                s=60,
+                color="red",
+                zorder=3,
+                label=f"paper (Table 5) {pb}",
+            )
+        ax.set_xticks(range(len(keys)), [LABELS[v] for v in keys], fontsize="small")
+        ax.set_title(f"BFCL-V3 {METRIC_LABELS[metric]} (%)")
+        ax.legend(fontsize="x-small")
+    return save_figure(fig, out_dir, name), fig
+
+
+def k_of(variant: str) -> int | None:
+    """K of a Figure 4 cell (``k_7`` -> 7); None for other variants."""
+    match = re.fullmatch(r"k_(\d+)", str(variant))
+    return int(match.group(1)) if match else None
+
+
+def fig4_table(summary: pd.DataFrame) -> pd.DataFrame:
+    """Figure 4's values: one row per backbone and K with our Avg@4 and Pass@4 (mean ± std)
+    and the paper's K = 5 point (its Table 1 ReMe (fixed) BFCL-V3 cell, K = 5 in the main
+    experiments); the curve itself is not in the text."""
+    cols = ["backbone", "K", "Avg@4 ours", "Pass@4 ours", "Avg@4 paper", "Pass@4 paper", "n"]
+    rows = []
+    if not summary.empty:
+        sub = summary[summary["metric"].isin(METRICS)].copy()
+        sub["K"] = sub["variant"].map(k_of)
+        sub = sub.dropna(subset=["K"])
+        for (backbone, k), grp in sub.groupby(["backbone", "K"]):
+            g = grp.set_index("metric")
+            row = {"backbone": backbone, "K": int(k), "n": int(g["n"].max())}
+            for metric in METRICS:
+                ok = metric in g.index
+                row[f"{METRIC_LABELS[metric]} ours"] = (
+                    cell(g.loc[metric, "mean"], g.loc[metric, "std"]) if ok else NOT_RUN
+                )
+            rows.append(row)
+    paper = paper_rows(["table1"])
+    paper = paper[(paper["setting"] == "bfcl") & (paper["variant"] == "reme")]
+    for bkey, grp in paper.groupby("bkey"):
+        pv = grp.set_index("metric")["value"]
+        hit = [r for r in rows if backbone_key(r["backbone"]) == bkey and r["K"] == 5]
+        if not hit:
+            hit = [{"backbone": grp["backbone"].iloc[0], "K": 5, "n": 0}]
+            hit[0].update({f"{METRIC_LABELS[m]} ours": NOT_RUN for m in METRICS})
+            rows.append(hit[0])
+        for metric in METRICS:
+            hit[0][f"{METRIC_LABELS[metric]} paper"] = pv.get(metric, math.nan)
+    rows.sort(key=lambda r: (natural(r["backbone"]), r["K"]))
+    return pd.DataFrame(rows, columns=cols)
+
+
+def figure4(summary: pd.DataFrame, out_dir: str | Path, name: str = "fig4_top_k.png"):
+    """Figure 4: our Avg@4 and Pass@4 against K (error bars: std), one line per backbone and
+    metric; the paper's K = 5 points (Table 1 ReMe (fixed)) as crosses."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.5, 3.8))
+    if not summary.empty:
+        sub = summary[summary["metric"].isin(METRICS)].copy()
+        sub["K"] = sub["variant"].map(k_of)
+        sub = sub.dropna(subset=["K"]).sort_values("K")
+        for (backbone, metric), grp in sub.groupby(["backbone", "metric"]):
+            mean_line(ax, grp["K"], grp, f"ours {backbone} {METRIC_LABELS[metric]}")
+    paper = paper_rows(["table1"])
+    paper = paper[(paper["setting"] == "bfcl") & (paper["variant"] == "reme")]
+    for (pb, metric), grp in paper[paper["metric"].isin(METRICS)].groupby(["backbone", "metric"]):
+        ax.scatter([5], grp["value"], marker="x", color="red", zorder=3)
+        ax.annotate(f"{pb} {METRIC_LABELS[metric]}", (5, grp["value"].iloc[0]), fontsize=6)
+    ax.scatter([], [], marker="x", color="red", label="paper K=5 (Table 1 ReMe fixed)")
+    ax.set_xlabel("retrieved experiences K")
+    ax.set_ylabel("BFCL-V3 (%)")
+    ax.set_xticks(range(0, 11))
+    ax.legend(fontsize="x-small")
+    return save_figure(fig, out_dir, name), fig
+
+
+# --------------------------------------------------------------------------------------------
+# figure 5: error analysis from episodes.jsonl
+
+
+def failure_category(episode: dict) -> str:
+    """Readable failure category of one failed BFCL episode: ``episode error`` (status error),
+    :data:`STEP_LIMIT` (the run ended before the last turn: status ``budget``, fewer
+    ``turns_done`` than ``turns``, or the checker's force_terminated), else the checker error
+    type mapped by :data:`ERROR_CATEGORIES` (unmapped types stay raw; none: ``unknown``)."""
+    if episode.get("status") == "error":
+        return "episode error"
+    details = episode.get("details") or {}
+    error = details.get("checker_error_type")
+    done, turns = number(details.get("turns_done")), number(details.get("turns"))
+    if episode.get("status") == "budget" or (done is not None and turns and done < turns):
+        return STEP_LIMIT
+    if not error:
+        return "unknown"
+    return ERROR_CATEGORIES.get(str(error), str(error))
+
+
+def task_outcomes(
+    run_dir: str | Path, repetition: int = 0, runs_per_repetition: int | None = None
+) -> dict[str, list[dict]]:
+    """Task id -> its episodes (all runs) of one repetition; an episode without
+    ``repetition`` belongs to repetition ``run // runs_per_repetition`` (0 when that is
+    unknown), as in :mod:`memarena.results.metrics`."""
+    k = int(number(runs_per_repetition) or 0)
+    out: dict[str, list[dict]] = {}
+    for ep in read_episodes(run_dir):
+        rep = ep.get("repetition")
+        if rep is None:
+            rep = int(ep.get("run") or 0) // k if k else 0
+        if int(rep) == repetition:
+            out.setdefault(str(ep["task_id"]), []).append(ep)
+    return out
+
+
+def failed_tasks(outcomes: dict[str, list[dict]]) -> set[str]:
+    """Tasks that never succeeded in the runs of a repetition (Pass@k failures)."""
+    return {t for t, eps in outcomes.items() if not any(bool(e.get("success")) for e in eps)}
+
+
+def _pairs(runs: pd.DataFrame, base: str, variant: str):
+    """(env, backbone, seed, base run dir, variant run dir, runs per repetition of each) for
+    each pair present."""
+    if runs.empty:
+        return []
+    index = ["env", "backbone", "seed", "variant_key"]
+    dirs = runs.set_index(index)["run_dir"].to_dict()
+    ks = runs.set_index(index)["runs"].to_dict() if "runs" in runs.columns else {}
+    out = []
+    for key, run_dir in sorted(dirs.items(), key=str):
+        env, backbone, seed, v = key
+        other = (env, backbone, seed, base)
+        if v == variant and other in dirs:
+            out.append((env, backbone, seed, dirs[other], run_dir, ks.get(other), ks.get(key)))
+    return out
+
+
+def failure_overlap(
+    runs: pd.DataFrame, variant: str = "dynamic", base: str = "none", repetition: int = 0
+) -> pd.DataFrame:
+    """Figure 5(a): per env, backbone, seed, the Pass@k failures of ``base`` and ``variant`` in
+    ``repetition``: how many each has, only ``base`` (corrected by the memory), both, only
+    ``variant`` (new failures)."""
+    cols = [
+        "env",
+        "backbone",
+        "seed",
+        "repetition",
+        "base",
+        "variant",
+        "n_tasks",
+        "n_failed_base",
+        "n_failed_variant",
+        "only_base",
+        "both",
+        "only_variant",
+    ]
+    rows = []
+    for env, backbone, seed, base_dir, var_dir, ka, kb in _pairs(runs, base, variant):
+        a, b = task_outcomes(base_dir, repetition, ka), task_outcomes(var_dir, repetition, kb)
+        fa, fb = failed_tasks(a), failed_tasks(b)
+        rows.append(
+            {
+                "env": env,
+                "backbone": backbone,
+                "seed": seed,
+                "repetition": repetition,
+                "base": base,
+                "variant": variant,
+                "n_tasks": len(set(a) | set(b)),
+                "n_failed_base": len(fa),
+                "n_failed_variant": len(fb),
+                "only_base": len(fa - fb),
+                "both": len(fa & fb),
+                "only_variant": len(fb - fa),
+            }
+        )
+    return pd.DataFrame(rows, columns=cols)
+
+
+def overlap_beside_paper(overlap: pd.DataFrame) -> pd.DataFrame:
+    """Our Figure 5(a) counts beside the paper's (Qwen3-8B: 62 / 47 failures, 17 corrected,
+    45 both, 2 new); our backbones other than the paper's show it too, for reference."""
+    paper = paper_rows(["fig5"])
+    pv = paper.set_index(["variant", "metric"])["value"].to_dict()
+    ref = {
+        "n_failed_base": pv[("none", "n_failed")],
+        "n_failed_variant": pv[("reme", "n_failed")],
+        "only_base": pv[("reme", "n_only_none_failed")],
+        "both": pv[("reme", "n_both_failed")],
+        "only_variant": pv[("reme", "n_only_reme_failed")],
+    }
+    rows = [{"who": "paper Qwen3-8B (of 150 tasks)", "n_tasks": 150, **ref}]
+    for _, r in overlap.iterrows():
+        who = f"ours {r['backbone']} seed{r['seed']} rep{r['repetition']} ({r['variant']})"
+        rows.append({"who": who, "n_tasks": r["n_tasks"], **{k: r[k] for k in ref}})
+    return pd.DataFrame(rows, columns=["who", "n_tasks", *ref])
+
+
+def failure_categories(
+    runs: pd.DataFrame, variant: str = "dynamic", base: str = "none", repetition: int = 0
+) -> pd.DataFrame:
+    """Figure 5(b): failed tasks (as in :func:`failure_overlap`) per category, for ``base``
+    and ``variant``; a task's category is the most frequent :func:`failure_category` over its
+    failed runs (ties: the earliest run's). One row per env, backbone, seed, category."""
+    cols = ["env", "backbone", "seed", "category", base, variant]
+    rows = []
+    for env, backbone, seed, base_dir, var_dir, ka, kb in _pairs(runs, base, variant):
+        counts = {}
+        for name, run_dir, k in ((base, base_dir, ka), (variant, var_dir, kb)):
+            outcomes = task_outcomes(run_dir, repetition, k)
+            cats = []
+            for task in sorted(failed_tasks(outcomes)):
+                eps = sorted(outcomes[task], key=lambda e: int(e.get("run") or 0))
+                cats.append(Counter(failure_category(e) for e in eps).most_common(1)[0][0])
+            counts[name] = Counter(cats)
+        for category in sorted(set(counts[base]) | set(counts[variant])):
+            rows.append(
+                {
+                    "env": env,
+                    "backbone": backbone,
+                    "seed": seed,
+                    "category": category,
+                    base: counts[base].get(category, 0),
+                    variant: counts[variant].get(category, 0),
+                }
+            )
+    return pd.DataFrame(rows, columns=cols)
+
+
+def figure5(
+    overlap: pd.DataFrame,
+    categories: pd.DataFrame,
+    out_dir: str | Path,
+    name: str = "fig5_failures.png",
+):
+    """Figure 5: (a) two overlapping circles of the failures of No Memory and ReMe (ours: the
+    first row of ``overlap``; beside it the paper's counts), (b) failed tasks per category for
+    both (ours, first env / backbone / seed of ``categories``)."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Circle
+
+    paper = overlap_beside_paper(overlap.head(1))
+    fig, axes = plt.subplots(1, 3, figsize=(14, 3.8), gridspec_kw={"width_ratios": [1, 1, 1.6]})
+    for ax, (_, row) in zip(axes[:2], paper.iterrows(), strict=False):
+        ax.add_patch(Circle((-0.5, 0), 1, alpha=0.4, color="tab:orange"))
+        ax.add_patch(Circle((0.5, 0), 1, alpha=0.4, color="tab:blue"))
+        for x, key in ((-1.0, "only_base"), (0, "both"), (1.0, "only_variant")):
+            ax.text(x, 0, f"{int(row[key])}", ha="center", va="center", fontsize=12)
+        ax.text(-0.5, 1.15, f"No Memory ({int(row['n_failed_base'])})", ha="center")
+        ax.text(0.5, -1.3, f"ReMe ({int(row['n_failed_variant'])})", ha="center")
+        ax.set_xlim(-1.7, 1.7)
+        ax.set_ylim(-1.5, 1.5)
+        ax.set_aspect("equal")
+        ax.axis("off")
+        ax.set_title(str(row["who"]), fontsize=8)
+    if len(paper) < 2:
+        axes[1].axis("off")
+        axes[1].text(0.5, 0.5, "no runs yet", ha="center", va="center")
+    ax = axes[2]
+    if categories.empty:
+        ax.text(0.5, 0.5, "no runs yet (paper: Reasoning Error 22 -> 14)", ha="center")
+        ax.axis("off")
+    else:
+        first = categories.iloc[0]
+        sub = categories[
+            (categories["env"] == first["env"])
+            & (categories["backbone"] == first["backbone"])
+            & (categories["seed"] == first["seed"])
+        ]
+        names = list(sub.columns[-2:])
+        ys = range(len(sub))
+        for j, col in enumerate(names):
+            ax.barh([y + (j - 0.5) * 0.4 for y in ys], sub[col], 0.4, label=col)
+        ax.set_yticks(list(ys), list(sub["category"]), fontsize="small")
+        ax.set_xlabel("failed tasks")
+        ax.set_title(f"failure categories, ours {first['backbone']} seed{first['seed']}")
+        ax.legend(fontsize="x-small")
+    return save_figure(fig, out_dir, name), fig
+
+
+# --------------------------------------------------------------------------------------------
+# cost and the cross-paper runs
+
+COST_METRICS = (
+    "acquisition_llm_calls_per_task",
+    "acquisition_tokens_per_task",
+    "memory_experiences",
+    "memory_added",
+    "memory_deleted",
+    "memory_judge_rejected",
+    "memory_duplicates",
+    "reflection_attempts",
+    "reflection_successes",
+    "memory_fallbacks",
+    "memory_tokens",
+    "tokens_per_task",
+)
+
+
+def cost_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per env, backbone, variant: the mean over seeds of acquisition LLM calls and tokens per
+    train task, memory size and its changes (added, deleted, judge-rejected, duplicates),
+    reflections, fallbacks, tokens per test task and the memory LLM's tokens per purpose
+    (``tokens/<purpose>``: summarize, judge, generalize, rerank, rewrite, reflect) and calls
+    (``calls/<purpose>``)."""
+    by = ["env", "backbone", "variant"]
+    if runs.empty:
+        return pd.DataFrame(columns=[*by, "n_seeds", *COST_METRICS])
+    rows = []
+    for _, run in runs.iterrows():
+        row = run_ids(run)
+        row.update({m: number(run.get(m)) for m in COST_METRICS})
+        for purpose, tokens in purpose_tokens(run).items():
+            row[f"tokens/{purpose}"] = tokens
+            row[f"calls/{purpose}"] = number(run.get(f"memory_token_usage/{purpose}/calls"))
+        rows.append(row)
+    df = pd.DataFrame(rows)
+    values = [c for c in df.columns if c not in [*by, "seed", "experiment"]]
+    df[values] = df[values].apply(pd.to_numeric, errors="coerce")
+    g = df.groupby(by, sort=True)
+    out = g[values].mean()
+    out.insert(0, "n_seeds", g["seed"].nunique())
+    out = out.dropna(axis=1, how="all").reset_index()
+    out["_o"] = out["variant"].map({"none": 0, "reme": 1, "dynamic": 2}).fillna(3)
+    return out.sort_values(["env", "backbone", "_o", "variant"]).drop(columns="_o")
+
+
+def other_benchmarks(summary: pd.DataFrame) -> pd.DataFrame:
+    """No Memory vs ReMe on PDDL / ALFWorld / ScienceWorld: success and progress rate (%) and
+    steps, mean ± population std over seeds, and ReMe's gain in points."""
+    cols = ["env", "backbone", "variant", "success_rate", "progress_rate", "avg_steps", "n_seeds"]
+    if summary.empty:
+        return pd.DataFrame(columns=[*cols, "success_gain_pp"])
+    sub = summary[summary["metric"].isin(cols)]
+    rows = []
+    for (env, backbone, variant), grp in sub.groupby(["env", "backbone", "variant"]):
+        g = grp.set_index("metric")
+        row = {"env": env, "backbone": backbone, "variant": variant}
+        for m in ("success_rate", "progress_rate", "avg_steps"):
+            row[m] = cell(g.loc[m, "mean"], g.loc[m, "std"]) if m in g.index else "-"
+        row["n_seeds"] = int(g["n_seeds"].max())
+        means = sub[
+            (sub["env"] == env) & (sub["backbone"] == backbone) & (sub["metric"] == "success_rate")
+        ].set_index("variant")["mean"]
+        gain = means.get(variant, math.nan) - means.get("none", math.nan)
+        row["success_gain_pp"] = round(gain, 2) if variant != "none" else math.nan
+        rows.append(row)
+    out = pd.DataFrame(rows, columns=[*cols, "success_gain_pp"])
+    order = ordered(list(out["variant"].unique()), ("none", "reme"))
+    out["_o"] = out["variant"].map({v: i for i, v in enumerate(order)})
+    return out.sort_values(["env", "backbone", "_o"]).drop(columns="_o").reset_index(drop=True)

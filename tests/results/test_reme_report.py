@@ -1,0 +1,388 @@
+"""notebooks/reme.ipynb on an empty results dir and on a small fake results tree (Tables 1-5,
+Figure 4 cells, episodes for Figure 5, the cross-paper runs), plus unit tests of
+memarena.results.reme_report and the paper's stated numbers."""
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from conftest import ROOT, notebook_text, run_notebook
+from memarena.results import reme_report as rr
+from memarena.results.paper import COLUMNS, paper_numbers
+
+REME_NB = ROOT / "notebooks" / "reme.ipynb"
+PNG = b"\x89PNG\r\n\x1a\n"
+BB = "qwen3_8b"
+TASKS = [f"multi_turn_base_{i}" for i in range(10)]
+
+
+def write_run(root, experiment, env, method, ablation, seed, metrics, episodes=None) -> Path:
+    part = f"{method}+{ablation}" if ablation else method
+    run_dir = root / experiment / env / part / BB / f"seed{seed}"
+    run_dir.mkdir(parents=True)
+    ids = {
+        "experiment": experiment,
+        "env": env,
+        "method": method,
+        "ablation": ablation,
+        "backbone": BB,
+        "backbone_is_llm": True,
+        "seed": seed,
+    }
+    (run_dir / "metrics.json").write_text(json.dumps({**metrics, **ids}))
+    lines = [json.dumps(e) for e in episodes or []]
+    (run_dir / "episodes.jsonl").write_text("\n".join(lines) + "\n")
+    return run_dir
+
+
+def at_k(avgs, passes, **extra) -> dict:
+    """metrics.json of a protocol=reme run: k = 4, one (Avg@4, Pass@4) per repetition."""
+    reps = [{"avg_at_k": a, "pass_at_k": p} for a, p in zip(avgs, passes, strict=True)]
+    n = len(reps)
+    return {
+        "success_rate": sum(avgs) / n,
+        "avg_steps": 9.0,
+        "tokens_per_task": 2000.0,
+        "memory_tokens": 0,
+        "runs": 4,
+        "repetitions": n,
+        "avg_at_k": sum(avgs) / n,
+        "pass_at_k": sum(passes) / n,
+        "at_k_repetitions": reps,
+        **extra,
+    }
+
+
+def episode(task, run, rep, success, error=None, status=None, turns_done=3) -> dict:
+    return {
+        "task_id": task,
+        "split": "test",
+        "domain": "multi_turn_base",
+        "run": run,
+        "repetition": rep,
+        "success": success,
+        "progress": 1.0 if success else 0.5,
+        "steps": 10,
+        "status": status or ("success" if success else "failure"),
+        "memory_ids": [],
+        "details": {
+            "checker_valid": success,
+            "checker_error_type": None if success else error,
+            "turns_done": turns_done,
+            "turns": 3,
+        },
+    }
+
+
+STATE = "multi_turn:instance_state_mismatch"
+# failed tasks (index -> error of its runs) in repetition 0; every other task succeeds once
+NONE_FAILS = {
+    0: [STATE] * 4,
+    1: [STATE] * 4,
+    2: ["step"] * 4,  # ended before the last turn
+    3: ["multi_turn:empty_turn_model_response"] * 4,
+    4: ["multi_turn:execution_response_mismatch", STATE] * 2,  # tie: run 0's wins
+    5: ["multi_turn:method_invoke_order_mismatch"] * 4,
+}
+DYNAMIC_FAILS = {4: [STATE] * 4, 5: [STATE] * 4, 6: ["multi_turn:something_new"] * 4}
+
+
+def episodes_of(fails: dict) -> list[dict]:
+    out = []
+    for i, task in enumerate(TASKS):
+        for run in range(4):
+            if i in fails:
+                error = fails[i][run]
+                if error == "step":
+                    out.append(episode(task, run, 0, False, STATE, turns_done=1))
+                else:
+                    out.append(episode(task, run, 0, False, error))
+            else:
+                out.append(episode(task, run, 0, run == 2))
+            out.append(episode(task, run, 1, False, STATE))  # repetition 1: all fail
+    return out
+
+
+def build_fake_tree(root: Path) -> Path:
+    t1 = "reme_table1"
+    write_run(
+        root,
+        t1,
+        "bfcl",
+        "none",
+        None,
+        0,
+        at_k([0.40, 0.41, 0.42], [0.58, 0.60, 0.62]),
+        episodes_of(NONE_FAILS),
+    )
+    cost = {
+        "memory_experiences": 120,
+        "memory_added": 130,
+        "memory_deleted": 0,
+        "memory_judge_rejected": 25,
+        "memory_duplicates": 10,
+        "acquisition_llm_calls_per_task": 12.0,
+        "acquisition_tokens_per_task": 30000.0,
+        "memory_token_usage": {
+            "summarize": {"calls": 300, "prompt_tokens": 1000, "completion_tokens": 500},
+            "judge": {"calls": 100, "prompt_tokens": 200, "completion_tokens": 50},
+        },
+    }
+    write_run(
+        root,
+        t1,
+        "bfcl",
+        "reme",
+        None,
+        0,
+        at_k([0.44, 0.45, 0.46], [0.64, 0.66, 0.68], **cost),
+        episodes_of({0: [STATE] * 4}),
+    )
+    write_run(
+        root,
+        t1,
+        "bfcl",
+        "reme",
+        "dynamic",
+        0,
+        at_k([0.47, 0.47, 0.47], [0.70, 0.70, 0.70], **{**cost, "memory_deleted": 7}),
+        episodes_of(DYNAMIC_FAILS),
+    )
+    write_run(
+        root,
+        "reme_table2",
+        "bfcl",
+        "reme",
+        "trajectory",
+        0,
+        at_k([0.42, 0.42, 0.42], [0.61, 0.61, 0.61]),
+    )
+    for name, avg in (("full_addition", 0.41), ("selective", 0.44), ("selective_reflection", 0.45)):
+        write_run(root, "reme_table3", "bfcl", "reme", name, 0, at_k([avg] * 3, [0.65] * 3))
+    write_run(
+        root, "reme_table4", "bfcl", "reme", "summ_qwen3_32b", 0, at_k([0.48] * 3, [0.69] * 3)
+    )
+    for name, avg in (("key_task_query", 0.43), ("key_usage_scenario", 0.45)):
+        write_run(root, "reme_table5", "bfcl", "reme", name, 0, at_k([avg] * 3, [0.66] * 3))
+    for k, avg in ((0, 0.40), (5, 0.45), (10, 0.44)):
+        write_run(root, "reme_fig4", "bfcl", "reme", f"k_{k}", 0, at_k([avg] * 3, [0.66] * 3))
+    for seed in (0, 1):
+        for method, rate in (("none", 0.30), ("reme", 0.40)):
+            write_run(
+                root,
+                "reme_other_benchmarks",
+                "pddl",
+                method,
+                None,
+                seed,
+                {
+                    "success_rate": rate + 0.1 * seed,
+                    "progress_rate": 0.5,
+                    "avg_steps": 20,
+                    "runs": 1,
+                },
+            )
+    return root
+
+
+def params(results: Path, out: Path) -> str:
+    return (
+        f"RESULTS_DIR = {str(results)!r}\nOUT_DIR = {str(out)!r}\n"
+        'FIG5_VARIANT = "dynamic"\nFIG5_REPETITION = 0\n'
+    )
+
+
+def test_notebook_on_empty_results(tmp_path):
+    out = tmp_path / "out"
+    nb = run_notebook(REME_NB, params(tmp_path / "no_results", out))
+    text = notebook_text(nb)
+    for experiment in ("reme_table1", "reme_table1_dynamic", "reme_table3", "reme_fig4"):
+        assert f"python run.py -m experiment={experiment} backbone=<preset>" in text
+    t1 = pd.read_csv(out / "table1.csv")
+    assert len(t1) == 15 and (t1["BFCL-V3 Avg@4 ours"] == rr.NOT_RUN).all()
+    row = t1[(t1["model"] == "qwen3-8b") & (t1["variant"] == "dynamic")].iloc[0]
+    assert row["BFCL-V3 Avg@4 paper"] == "45.17 ± 0.36"
+    assert float(row["Avg Pass@4 paper"]) == 55.03
+    assert len(pd.read_csv(out / "table5.csv")) == 12
+    fig4 = pd.read_csv(out / "fig4.csv")
+    assert list(fig4["K"]) == [5, 5, 5] and list(fig4["Avg@4 paper"]) == [44.50, 51.89, 56.05]
+    overlap = pd.read_csv(out / "fig5a_overlap.csv")
+    assert len(overlap) == 1 and overlap.iloc[0]["only_base"] == 17
+    for png in ("fig3_retrieval_keys.png", "fig4_top_k.png", "fig5_failures.png"):
+        assert (out / png).read_bytes()[:8] == PNG
+
+
+def test_notebook_on_fake_results(tmp_path):
+    results, out = build_fake_tree(tmp_path / "results"), tmp_path / "out"
+    run_notebook(REME_NB, params(results, out))
+    t1 = pd.read_csv(out / "table1.csv")
+    ours = t1[t1["ours_backbone"] == BB].set_index("variant")
+    assert ours.loc["none", "BFCL-V3 Avg@4 ours"] == "41.00 ± 0.82"
+    assert ours.loc["none", "BFCL-V3 Pass@4 ours"] == "60.00 ± 1.63"
+    assert ours.loc["dynamic", "BFCL-V3 Avg@4 ours"] == "47.00 ± 0.00"
+    assert ours.loc["amem", "BFCL-V3 Avg@4 ours"] == rr.NOT_RUN
+    assert ours.loc["reme", "AppWorld Avg@4 ours"] == rr.NOT_RUN
+    t2 = pd.read_csv(out / "table2.csv")
+    traj = t2[(t2["model"] == "qwen3-8b") & (t2["variant"] == "trajectory")].iloc[0]
+    assert traj["Avg@4 ours"] == "42.00 ± 0.00" and traj["Avg@4 Δ ours"] == pytest.approx(1.0)
+    assert traj["Avg@4 Δ paper"] == 2.67
+    t3 = pd.read_csv(out / "table3.csv").set_index("variant")
+    assert t3.loc["full_addition", "Avg@4 ours"] == "41.00 ± 0.00"
+    assert t3.loc["dynamic", "Avg@4 ours"] == "47.00 ± 0.00"  # from reme_table1
+    t4 = pd.read_csv(out / "table4.csv").set_index("variant")
+    assert t4.loc["summ_qwen3_32b", "Avg@4 Δ ours"] == pytest.approx(3.0)
+    assert t4.loc["summ_qwen3_14b", "Avg@4 ours"] == rr.NOT_RUN
+    fig4 = pd.read_csv(out / "fig4.csv")
+    mine = fig4[fig4["backbone"] == BB]
+    assert list(mine["K"]) == [0, 5, 10]
+    assert mine[mine["K"] == 5].iloc[0]["Avg@4 paper"] == 44.50
+    overlap = pd.read_csv(out / "fig5a_overlap.csv")
+    row = overlap[overlap["who"].str.startswith("ours")].iloc[0]
+    assert (row["n_failed_base"], row["n_failed_variant"]) == (6, 3)
+    assert (row["only_base"], row["both"], row["only_variant"]) == (4, 2, 1)
+    fixed = pd.read_csv(out / "fig5a_overlap_fixed.csv").iloc[0]
+    assert (fixed["only_base"], fixed["both"], fixed["only_variant"]) == (5, 1, 0)
+    cats = pd.read_csv(out / "fig5b_categories.csv").set_index("category")
+    assert cats["none"].to_dict() == {
+        "action omission (empty turn)": 1,
+        "multi_turn:something_new": 0,
+        "state mismatch (wrong or missing action)": 2,
+        rr.STEP_LIMIT: 1,
+        "wrong call order": 1,
+        "wrong response": 1,
+    }
+    assert cats.loc["state mismatch (wrong or missing action)", "dynamic"] == 2
+    assert cats.loc["multi_turn:something_new", "dynamic"] == 1
+    cost = pd.read_csv(out / "cost.csv").set_index("variant")
+    assert cost.loc["reme", "acquisition_llm_calls_per_task"] == 12.0
+    assert cost.loc["reme", "tokens/summarize"] == 1500 and cost.loc["reme", "calls/judge"] == 100
+    assert cost.loc["dynamic", "memory_deleted"] == 7
+    other = pd.read_csv(out / "other_benchmarks.csv").set_index("variant")
+    assert other.loc["reme", "success_rate"] == "45.00 ± 5.00"
+    assert other.loc["reme", "success_gain_pp"] == pytest.approx(10.0)
+    for png in ("fig3_retrieval_keys.png", "fig4_top_k.png", "fig5_failures.png"):
+        assert (out / png).read_bytes()[:8] == PNG
+
+
+def test_long_metrics_and_summary(tmp_path):
+    results = build_fake_tree(tmp_path / "r")
+    assert rr.load_runs(tmp_path / "nothing", "table1").empty
+    runs = rr.load_runs(results, "table3")
+    assert sorted(runs["variant_key"]) == [
+        "dynamic",
+        "full_addition",
+        "selective",
+        "selective_reflection",
+    ]
+    long = rr.long_metrics(rr.load_runs(results, "table1"))
+    none = long[(long["variant"] == "none") & (long["metric"] == "avg_at_4")]
+    assert sorted(none["value"]) == pytest.approx([40.0, 41.0, 42.0])
+    s = rr.summarize(long).set_index(["variant", "metric"])
+    assert s.loc[("none", "avg_at_4"), "std"] == pytest.approx((2 / 3) ** 0.5)
+    assert s.loc[("none", "avg_at_4"), "n"] == 3
+    # a run without repetitions (k = 1): Avg@1 = Pass@1 = success rate; one value, no std
+    one = rr.summarize(rr.long_metrics(rr.load_runs(results, "other")))
+    one = one[(one["metric"] == "avg_at_1") & (one["variant"] == "none")].iloc[0]
+    assert one["mean"] == pytest.approx(35.0) and one["n"] == 2
+    assert rr.cell(44.5, 0.851) == "44.50 ± 0.85" and rr.cell(44.5) == "44.50"
+    assert rr.cell(None) == rr.NOT_RUN
+
+
+def test_failure_category_mapping():
+    assert rr.failure_category(episode("t", 0, 0, False, STATE)).startswith("state mismatch")
+    assert rr.failure_category(episode("t", 0, 0, False, STATE, turns_done=2)) == rr.STEP_LIMIT
+    assert rr.failure_category(episode("t", 0, 0, False, STATE, status="budget")) == rr.STEP_LIMIT
+    assert rr.failure_category(episode("t", 0, 0, False, "multi_turn:force_terminated")) == (
+        rr.STEP_LIMIT
+    )
+    assert rr.failure_category(episode("t", 0, 0, False, None, status="error")) == "episode error"
+    assert rr.failure_category(episode("t", 0, 0, False, "x:y")) == "x:y"
+    assert rr.failure_category({"status": "failure"}) == "unknown"
+    assert rr.k_of("k_10") == 10 and rr.k_of("key_keywords") is None
+
+
+def test_paper_numbers_csv():
+    df = paper_numbers("reme")
+    assert tuple(df.columns) == COLUMNS
+    assert df["source"].str.match(r"^(L\d+|derived: )").all()
+    assert not df.duplicated(["table", "setting", "backbone", "variant", "metric"]).any()
+    key = df.set_index(["table", "setting", "backbone", "variant", "metric"])["value"]
+    assert key[("table1", "bfcl", "qwen3-8b", "dynamic", "avg_at_4")] == 45.17
+    assert key[("table1", "bfcl", "qwen3-8b", "dynamic", "avg_at_4_std")] == 0.36
+    assert key[("table1", "appworld", "qwen3-32b", "dynamic", "pass_at_4_std")] == 0.28
+    assert key[("table1", "avg", "qwen3-14b", "dynamic", "pass_at_4")] == 63.71
+    assert key[("table2", "bfcl", "qwen3-14b", "trajectory", "pass_at_4_gain_vs_none")] == 1.11
+    assert key[("table3", "bfcl", "qwen3-8b", "selective_reflection", "avg_at_4")] == 45.00
+    assert key[("table4", "bfcl", "qwen3-8b", "summ_qwen3_32b", "avg_at_4_delta_vs_reme")] == 3.33
+    assert key[("table5", "bfcl", "qwen3-32b", "key_keywords", "avg_at_4")] == 56.89
+    assert key[("fig5", "bfcl", "qwen3-8b", "reme", "n_failed")] == 47
+    assert key[("fig5", "bfcl", "qwen3-8b", "none", "n_failed_reasoning_error")] == 22
+    t1 = df[df["table"] == "table1"]
+    assert len(t1) == 3 * 5 * (4 + 4 + 2)
+    # the Avg columns are the mean of BFCL-V3 and AppWorld (to rounding)
+    for (bb, variant), grp in t1.groupby(["backbone", "variant"]):
+        v = grp.set_index(["setting", "metric"])["value"]
+        for m in ("avg_at_4", "pass_at_4"):
+            assert v[("avg", m)] == pytest.approx(
+                (v[("bfcl", m)] + v[("appworld", m)]) / 2, abs=0.011
+            ), (bb, variant, m)
+    # Table 2's gaps are to Table 1's No Memory (one misprint, noted in its source)
+    for bb in ("qwen3-8b", "qwen3-14b"):
+        base = key[("table1", "bfcl", bb, "none", "avg_at_4")]
+        for variant in ("trajectory", "reme"):
+            gap = key[("table2", "bfcl", bb, variant, "avg_at_4_gain_vs_none")]
+            if (bb, variant) == ("qwen3-14b", "reme"):  # the paper's +4.23 for 51.89 - 48.66
+                gap -= 1
+            assert key[("table2", "bfcl", bb, variant, "avg_at_4")] == pytest.approx(base + gap)
+    # Table 4's deltas are to its first row (LLM_summ = LLM_execute)
+    for variant in ("summ_qwen3_14b", "summ_qwen3_32b"):
+        for m in ("avg_at_4", "pass_at_4"):
+            delta = key[("table4", "bfcl", "qwen3-8b", variant, f"{m}_delta_vs_reme")]
+            first = key[("table4", "bfcl", "qwen3-8b", "reme", m)]
+            assert key[("table4", "bfcl", "qwen3-8b", variant, m)] == pytest.approx(first + delta)
+    # Figure 5: 62 - 17 = 47 - 2 = both
+    f5 = {
+        m: key[("fig5", "bfcl", "qwen3-8b", "reme", m)]
+        for m in ("n_failed", "n_only_none_failed", "n_only_reme_failed", "n_both_failed")
+    }
+    assert 62 - f5["n_only_none_failed"] == f5["n_failed"] - f5["n_only_reme_failed"] == 45
+
+
+def test_repetition_from_run_number(tmp_path):
+    """Episodes without ``repetition`` belong to repetition run // k."""
+    eps = [episode("a", run, 0, run == 5) for run in range(8)]
+    for e in eps:
+        del e["repetition"]
+    run_dir = write_run(tmp_path, "reme_table1", "bfcl", "none", None, 0, at_k([0.1], [0.1]), eps)
+    assert rr.failed_tasks(rr.task_outcomes(run_dir, 0, 4)) == {"a"}
+    assert rr.failed_tasks(rr.task_outcomes(run_dir, 1, 4)) == set()
+    assert len(rr.task_outcomes(run_dir, 0)["a"]) == 8  # k unknown: all in repetition 0
+
+
+REME_EXPERIMENTS = sorted(p.stem for p in (ROOT / "conf" / "experiment").glob("reme_*.yaml"))
+
+
+@pytest.mark.parametrize("experiment", REME_EXPERIMENTS)
+def test_reme_experiment_sweep_cells_compose(experiment):
+    """Every cell of a ReMe experiment's sweep composes and resolves (test_config.py composes
+    each experiment without its sweep)."""
+    import itertools
+
+    from omegaconf import OmegaConf
+
+    from conftest import compose_cfg
+
+    text = OmegaConf.load(ROOT / "conf" / "experiment" / f"{experiment}.yaml")
+    assert "experiment_name" in text and str(text.experiment_name).startswith("reme_")
+    params = OmegaConf.select(text, "hydra.sweeper.params") or {}
+    grid = [[f"{k}={v}" for v in str(vals).split(",")] for k, vals in params.items()]
+    for cell in itertools.product(*grid):
+        cfg = compose_cfg([f"experiment={experiment}", *cell])
+        OmegaConf.resolve(cfg)
+        assert cfg.experiment_name == text.experiment_name
+        if cfg.protocol.snapshot_from:
+            assert "/reme_table1/bfcl/reme/" in cfg.protocol.snapshot_from
+        if cfg.env.name == "bfcl":
+            assert cfg.protocol.runs == 4
