@@ -99,10 +99,12 @@ class Recorder(BaseMemory):
         super().__init__()
         self.lesson_at, self.max_reflections = lesson_at, max_reflections
         self.groups: list[list[str]] = []
+        self.batches: list[int] = []
         self.observed: list[str] = []
         self.retries: list[tuple[str, int, bool]] = []
 
     def observe_groups(self, groups):
+        self.batches.append(len(groups))
         self.groups.extend([[t.task.id for t, _ in g] for g in groups])
         super().observe_groups(groups)
 
@@ -152,6 +154,7 @@ def test_acquisition_samples_are_observed_as_one_group_per_task(tmp_path):
     parts = _parts(tmp_path, memory)
     acquire(parts, _cfg(), parts.backbone)
     assert memory.groups == [[f"train{i}"] * 3 for i in range(4)]
+    assert memory.batches == [1, 1, 1, 1]  # concurrency 4 // 3 samples: one task per wave
     records = parts.store.read(files.ACQUISITION)
     assert sorted((r["task_id"], r["run"]) for r in records) == sorted(
         (f"train{i}", s) for i in range(4) for s in range(3)
@@ -170,6 +173,15 @@ def test_acquisition_samples_are_observed_as_one_group_per_task(tmp_path):
     assert {key for key, _ in parts.backbone.seeds} <= {
         f"acquire:{s}:train3:{k}" for s in range(3) for k in range(3)
     }
+
+
+def test_a_method_may_observe_many_tasks_per_call(tmp_path):
+    memory = Recorder()
+    memory.acquisition_observe_tasks = 3
+    parts = _parts(tmp_path, memory)
+    acquire(parts, _cfg(), parts.backbone)
+    assert memory.batches == [3, 1]
+    assert memory.groups == [[f"train{i}"] * 3 for i in range(4)]
 
 
 @pytest.mark.parametrize(("lesson_at", "limit", "attempts"), [(3, 3, 3), (2, 3, 2), (9, 3, 3)])

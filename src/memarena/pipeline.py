@@ -6,9 +6,10 @@ as it ends, and a rerun with the same run directory continues where the last one
 
 - Acquisition runs the train tasks in waves; a method may ask for ``acquisition_samples``
   trajectories per task (ReMe: N=8 at ``acquisition_temperature`` 0.9, each sample with its
-  own request seeds). After each wave the memory observes the wave's tasks as groups of
-  samples, in task order (``observe_groups``), and the records are appended to
-  ``acquisition.jsonl`` (with the full trajectory; ``run`` = sample index). On resume the
+  own request seeds). The records are appended to ``acquisition.jsonl`` after each wave
+  (with the full trajectory; ``run`` = sample index); the memory observes the tasks as groups
+  of samples, in task order (``observe_groups``), after each wave or, for a method that does
+  not retrieve while acquiring, every ``acquisition_observe_tasks`` tasks (bigger LLM batches). On resume the
   complete groups are observed again in file order, which rebuilds the memory without
   rerunning any episode (LLM-side memory calls are served by the call cache).
 - The snapshot is written to ``memory/`` and marked complete; a later resume loads it.
@@ -269,7 +270,8 @@ def acquire(parts: Parts, cfg: DictConfig, policy: Backbone) -> None:
     tasks = cap_tasks(parts.env.tasks(cfg.protocol.train_split), cfg.protocol.max_train_tasks)
     n = max(1, int(memory.acquisition_samples))
     done = _sample_groups(store.read(files.ACQUISITION), n)
-    memory.observe_groups([[_pair(r) for r in group] for group in done.values()])
+    if done:
+        memory.observe_groups([[_pair(r) for r in group] for group in done.values()])
     remaining = [t for t in tasks if t.id not in done]
     log.info(
         "acquisition: %d train tasks x %d sample(s) (%d tasks already done)",
@@ -281,13 +283,19 @@ def acquire(parts: Parts, cfg: DictConfig, policy: Backbone) -> None:
     if memory.acquisition_temperature is not None:
         settings = replace(settings, temperature=float(memory.acquisition_temperature))
     runner = EpisodeRunner(parts.env, policy, memory, settings, phase="acquire")
+    pending: list[list[tuple[Trajectory, Outcome]]] = []
     for wave in _waves(remaining, max(1, settings.concurrency // n)):
         pairs = [(task, s) for task in wave for s in range(n)]
         results = runner.run([t for t, _ in pairs], runs=[s for _, s in pairs])
-        groups = [results[i * n : (i + 1) * n] for i in range(len(wave))]
-        memory.observe_groups([[(r.trajectory, r.outcome) for r in g] for g in groups])
         for result in results:
             store.append(files.ACQUISITION, _record(result, pairs[result.order][1]))
+        for i in range(len(wave)):
+            pending.append([(r.trajectory, r.outcome) for r in results[i * n : (i + 1) * n]])
+        if len(pending) >= max(1, int(memory.acquisition_observe_tasks)):
+            memory.observe_groups(pending)
+            pending = []
+    if pending:
+        memory.observe_groups(pending)
     memory.save(store.memory_dir)
     store.mark_snapshot_complete({"n_train_tasks": len(tasks), "method": memory.name})
 

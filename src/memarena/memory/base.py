@@ -78,6 +78,9 @@ class BaseMemory:
     # protocol's); ReMe samples N=8 at 0.9 and distils each task's group together
     acquisition_samples: int = 1
     acquisition_temperature: float | None = None
+    # train tasks whose sample groups are observed in one call: a method that does not retrieve
+    # while acquiring can batch its LLM calls over many tasks (the default observes every wave)
+    acquisition_observe_tasks: int = 1
     # failure-aware retries while the memory learns during evaluation (ReMe's reflection)
     max_reflections: int = 0
 
@@ -87,6 +90,9 @@ class BaseMemory:
         self.services = services or MemoryServices()
         self.frozen = False
         self.phase = "acquire"
+        # {purpose: {calls, prompt_tokens, completion_tokens, ...}} of the method's own LLM calls
+        self.token_usage: dict[str, dict[str, int]] = {}
+        self._calls = self._entries = 0  # retrievals and entries shown, since freeze()
 
     # --- protocol ---------------------------------------------------------------------------
     def retrieve(self, query: MemoryQuery) -> MemoryContext:
@@ -127,7 +133,15 @@ class BaseMemory:
         return None
 
     def freeze(self) -> None:
+        self._calls = self._entries = 0
         self.frozen = True
+
+    def retrieval_metrics(self) -> dict[str, float]:
+        """``retrieval_calls`` and ``avg_mem_entries`` (entries shown per call) since freeze."""
+        return {
+            "retrieval_calls": self._calls,
+            "avg_mem_entries": self._entries / max(self._calls, 1),
+        }
 
     def metrics(self) -> dict[str, float]:
         """Method-specific numbers added to ``metrics.json`` after evaluation (memory size,
@@ -135,9 +149,12 @@ class BaseMemory:
         return {}
 
     def own_tokens(self) -> int:
-        """Tokens of the method's own LLM calls so far (prompt + completion); the pipeline
-        reports the evaluation-time delta as ``memory_tokens``. Methods without calls: 0."""
-        return 0
+        """Tokens of the method's own LLM calls so far (prompt + completion, summed over
+        ``token_usage``); the pipeline reports the evaluation-time delta as ``memory_tokens``."""
+        return sum(
+            u.get("prompt_tokens", 0) + u.get("completion_tokens", 0)
+            for u in self.token_usage.values()
+        )
 
     def eval_views(self) -> list[str | None]:
         """The views evaluation runs under, each over the whole test set. One view (None) by

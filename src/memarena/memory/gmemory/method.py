@@ -92,7 +92,6 @@ class GMemory(BaseMemory):
         self.n_observed = 0
         self.token_usage: dict[str, dict[str, int]] = {p: _zero_usage() for p in PURPOSES}
         self.fallbacks: dict[str, int] = {}
-        self._calls = self._entries = 0  # retrieval cost since freeze()
 
     # -- construction ------------------------------------------------------------------------
     def _embed(self, text: str) -> np.ndarray:
@@ -233,14 +232,6 @@ class GMemory(BaseMemory):
         return MemoryContext(slots=slots, memory_ids=memory_ids)
 
     # -- reporting and snapshots -------------------------------------------------------------
-    def freeze(self) -> None:
-        self._calls = self._entries = 0
-        super().freeze()
-
-    def own_tokens(self) -> int:
-        """Prompt + completion tokens of every G-Memory LLM call so far (all purposes)."""
-        return sum(u["prompt_tokens"] + u["completion_tokens"] for u in self.token_usage.values())
-
     def metrics(self) -> dict[str, Any]:
         return {
             "memory_queries": len(self.queries),
@@ -249,8 +240,7 @@ class GMemory(BaseMemory):
             "memory_insight_edges": len(self.insights.edges),
             "memory_token_usage": {p: dict(u) for p, u in self.token_usage.items()},
             "memory_fallbacks": dict(sorted(self.fallbacks.items())),
-            "retrieval_calls": self._calls,
-            "avg_mem_entries": self._entries / max(self._calls, 1),
+            **self.retrieval_metrics(),
         }
 
     def state_dict(self) -> dict[str, Any]:

@@ -80,6 +80,7 @@ class ReMe(BaseMemory):
         top_k: int = 5,
         retrieval_key: str = "usage_scenario",
         retrieve_during_acquisition: bool = False,
+        summary_batch: int = 16,
         rerank: bool = False,
         rerank_pool: int = 10,
         rewrite: bool = False,
@@ -90,7 +91,7 @@ class ReMe(BaseMemory):
         delete_min_retrievals: int = 5,
         delete_max_utility: float = 0.5,
         temperature: float = 0.0,
-        max_tokens: int = 512,
+        max_tokens: int = 768,
         trajectory_chars: int = 6000,
         observation_chars: int = 300,
         env_name: str = "",
@@ -119,6 +120,8 @@ class ReMe(BaseMemory):
         self.generalize_queries = bool(generalize_queries) or retrieval_key == "generalized_query"
         self.top_k, self.rerank_pool = int(top_k), max(int(rerank_pool), int(top_k))
         self.retrieve_during_acquisition = bool(retrieve_during_acquisition)
+        # without retrieval the pool is not read while acquiring: distil many tasks per batch
+        self.acquisition_observe_tasks = 1 if retrieve_during_acquisition else int(summary_batch)
         self.rerank, self.rewrite = bool(rerank), bool(rewrite)
         self.reflection = bool(reflection)
         self.max_reflections = int(max_reflections) if self.reflection else 0
@@ -143,7 +146,6 @@ class ReMe(BaseMemory):
         }
         self.shown: dict[str, MemoryContext] = {}  # task id -> context given at retrieval
         self.lessons: dict[str, list[Experience]] = {}  # task id -> lessons of its retry
-        self._calls = self._entries = 0
 
     # -- LLM plumbing --------------------------------------------------------------------------
     def _ask(self, purpose: str, requests: list[ChatRequest]) -> list[Any]:
@@ -418,7 +420,6 @@ class ReMe(BaseMemory):
                 self.lessons.pop(task.id, None)
                 contexts.append(None)
                 continue
-            self.counts["reflection_attempts"] += 1
             self.lessons[task.id] = lessons
             base = self.shown.get(task.id, MemoryContext.empty())
             slots = dict(base.slots)
@@ -430,6 +431,7 @@ class ReMe(BaseMemory):
         self, trajectory: Trajectory, outcome: Outcome, attempt: int, context: MemoryContext
     ) -> None:
         """A successful retry adds its lessons (judged, deduplicated); a failed one drops them."""
+        self.counts["reflection_attempts"] += 1  # counted here, so a replay on resume counts too
         lessons = self.lessons.pop(trajectory.task.id, None)
         if lessons is None:  # a replay on resume: rebuild the lessons from the stored context
             lessons = _lessons_from(context, trajectory)
@@ -444,13 +446,6 @@ class ReMe(BaseMemory):
         if phase == "eval" and self.acquisition_usage is None:
             self.acquisition_usage = {p: dict(u) for p, u in self.token_usage.items()}
         super().begin_phase(phase)
-
-    def freeze(self) -> None:
-        self._calls = self._entries = 0
-        super().freeze()
-
-    def own_tokens(self) -> int:
-        return sum(u["prompt_tokens"] + u["completion_tokens"] for u in self.token_usage.values())
 
     def metrics(self) -> dict[str, Any]:
         acquired = self.acquisition_usage or {}
@@ -470,8 +465,7 @@ class ReMe(BaseMemory):
                 u.get("prompt_tokens", 0) + u.get("completion_tokens", 0) for u in acquired.values()
             ),
             "memory_fallbacks": dict(sorted(self.fallbacks.items())),
-            "retrieval_calls": self._calls,
-            "avg_mem_entries": self._entries / max(self._calls, 1),
+            **self.retrieval_metrics(),
         }
 
     def _count_fallback(self, kind: str) -> None:

@@ -93,15 +93,25 @@ GUIDANCE_HEADER = "Guidance from past experience:"
 LESSONS_HEADER = "Lessons from your previous failed attempt at this task:"
 
 
+# Bounds on every generated string: experiences stay short (one sentence of scenario, at most
+# three of content) and a constrained decoder always closes the document within max_tokens.
+SCENARIO_CHARS = 200
+CONTENT_CHARS = 400
+
+
+def _short(n: int) -> dict[str, Any]:
+    return {"type": "string", "maxLength": n}
+
+
 def experiences_schema(limit: int) -> dict[str, Any]:
     item = {
         "type": "object",
         "properties": {
-            "when_to_use": {"type": "string"},
-            "experience": {"type": "string"},
-            "keywords": {"type": "array", "items": {"type": "string"}, "maxItems": 8},
+            "when_to_use": {"type": "string", "maxLength": SCENARIO_CHARS},
+            "experience": {"type": "string", "maxLength": CONTENT_CHARS},
+            "keywords": {"type": "array", "items": _short(40), "maxItems": 6},
             "confidence": {"type": "number", "minimum": 0, "maximum": 1},
-            "tools": {"type": "array", "items": {"type": "string"}, "maxItems": 8},
+            "tools": {"type": "array", "items": _short(80), "maxItems": 6},
         },
         "required": ["when_to_use", "experience", "keywords", "confidence", "tools"],
         "additionalProperties": False,
@@ -119,7 +129,7 @@ JUDGE_SCHEMA = {
     "properties": {
         "valid": {"type": "boolean"},
         "score": {"type": "number", "minimum": 0, "maximum": 1},
-        "reason": {"type": "string"},
+        "reason": _short(300),
     },
     "required": ["valid", "score", "reason"],
     "additionalProperties": False,
@@ -127,21 +137,21 @@ JUDGE_SCHEMA = {
 
 GENERALIZE_SCHEMA = {
     "type": "object",
-    "properties": {"generalized_query": {"type": "string"}},
+    "properties": {"generalized_query": _short(300)},
     "required": ["generalized_query"],
     "additionalProperties": False,
 }
 
 RERANK_SCHEMA = {
     "type": "object",
-    "properties": {"order": {"type": "array", "items": {"type": "integer"}}},
+    "properties": {"order": {"type": "array", "items": {"type": "integer"}, "maxItems": 50}},
     "required": ["order"],
     "additionalProperties": False,
 }
 
 REWRITE_SCHEMA = {
     "type": "object",
-    "properties": {"guidance": {"type": "string"}},
+    "properties": {"guidance": _short(1500)},
     "required": ["guidance"],
     "additionalProperties": False,
 }

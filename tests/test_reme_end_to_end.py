@@ -1,0 +1,72 @@
+"""`python run.py method=reme ...` end to end with the real embedded summarizer (SmolLM2 as
+the memory-side LLM under the scripted agent): samples per task on disk, ReMe's protocol on
+BFCL with Avg@4 / Pass@4 over repetitions, and the dynamic variant on a saved snapshot."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import run_py
+
+SMALL = [
+    "backbone=scripted",
+    "logger=none",
+    "method.samples=2",
+    "method.max_tokens=48",
+    "protocol.max_train_tasks=2",
+]
+
+
+def _run_dir(root: Path, method: str) -> Path:
+    (path,) = [p.parent for p in root.rglob("metrics.json") if p.parent.parts[-3] == method]
+    return path
+
+
+def test_reme_on_pddl_samples_each_train_task_and_reports_its_cost(tmp_path):
+    proc = run_py(
+        ["method=reme", "env=pddl", "protocol.max_eval_tasks=2", f"paths.results_dir={tmp_path}"]
+        + SMALL
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run = _run_dir(tmp_path, "reme")
+    acquisition = [json.loads(x) for x in (run / "acquisition.jsonl").read_text().splitlines()]
+    assert sorted((r["task_id"], r["run"]) for r in acquisition) == sorted(
+        (t, s) for t in {r["task_id"] for r in acquisition} for s in (0, 1)
+    ) and len(acquisition) == 4
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert metrics["n_episodes"] == 2 and metrics["acquisition_tasks"] == 2
+    usage = metrics["memory_token_usage"]["summarize"]
+    assert usage["requests"] >= 2 and usage["prompt_tokens"] > 0  # real summarizer calls
+    assert metrics["acquisition_llm_calls_per_task"] > metrics["acquisition_agent_requests"] / 2
+    assert (run / "memory" / "memory.json").exists()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("bfcl_eval") is None, reason="needs bfcl-eval")
+def test_reme_on_bfcl_reports_avg_and_pass_at_4_then_dynamic_on_the_snapshot(tmp_path):
+    common = ["env=bfcl", "protocol.max_eval_tasks=2", f"paths.results_dir={tmp_path}", *SMALL]
+    proc = run_py(["method=reme", *common])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    fixed = _run_dir(tmp_path, "reme")
+    metrics = json.loads((fixed / "metrics.json").read_text())
+    assert (metrics["runs"], metrics["repetitions"], metrics["n_episodes"]) == (4, 3, 24)
+    assert len(metrics["at_k_repetitions"]) == 3
+    for key in ("avg_at_k", "pass_at_k", "avg_at_k_std", "pass_at_k_std"):
+        assert 0.0 <= metrics[key] <= 1.0
+    assert metrics["pass_at_k"] >= metrics["avg_at_k"]
+    episodes = [json.loads(x) for x in (fixed / "episodes.jsonl").read_text().splitlines()]
+    assert {e["repetition"] for e in episodes} == {0, 1, 2}
+    assert all("checker_error_type" in e["details"] for e in episodes)
+
+    dynamic = run_py(
+        ["method=reme", "ablation=reme/dynamic", f"protocol.snapshot_from={fixed}", *common]
+    )
+    assert dynamic.returncode == 0, dynamic.stderr[-3000:]
+    assert "evaluating on the saved snapshot" in dynamic.stdout + dynamic.stderr
+    run = _run_dir(tmp_path, "reme+dynamic")
+    assert not (run / "acquisition.jsonl").exists()
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert metrics["n_episodes"] == 24 and "reflection_attempts" in metrics
