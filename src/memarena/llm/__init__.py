@@ -2,12 +2,17 @@
 
 - ``HFBackbone`` (``memarena.llm.hf``): transformers, padded batches, constrained choice and
   JSON decoding; runs the embedded SmolLM2-135M offline on a CPU.
+- ``OpenAIBackbone`` (``memarena.llm.openai_engine``): any OpenAI-compatible server (OpenAI,
+  ``vllm serve``, llama.cpp), concurrent async requests with retries and structured output.
+- ``VLLMBackbone`` (``memarena.llm.vllm_engine``): vLLM's offline engine, one batched call per
+  step, guided decoding; GPUs, or vLLM's CPU build with the embedded model.
 - ``ScriptedBackbone`` (``memarena.llm.scripted``): the env's expert with epsilon noise; not an
   LLM (``is_llm = False``).
 - ``BackboneBase`` (``memarena.llm.base``): call cache, constraint checks and usage accounting
   shared by every engine; ``CallCache`` (``memarena.llm.cache``): the SQLite call cache.
 
-``HFBackbone`` is imported lazily, so the scripted backbone does not pay for torch.
+``HFBackbone``, ``OpenAIBackbone`` and ``VLLMBackbone`` are imported lazily, so the scripted
+backbone does not pay for torch, ``openai`` or ``vllm``.
 """
 
 from __future__ import annotations
@@ -20,12 +25,16 @@ from memarena.llm.scripted import ScriptedBackbone
 
 if TYPE_CHECKING:
     from memarena.llm.hf import HFBackbone
+    from memarena.llm.openai_engine import OpenAIBackbone
+    from memarena.llm.vllm_engine import VLLMBackbone
 
 __all__ = [
     "BackboneBase",
     "CallCache",
     "HFBackbone",
+    "OpenAIBackbone",
     "ScriptedBackbone",
+    "VLLMBackbone",
     "check_constraints",
     "json_matches_schema",
 ]
@@ -36,4 +45,12 @@ def __getattr__(name: str) -> Any:
         from memarena.llm.hf import HFBackbone
 
         return HFBackbone
+    if name == "OpenAIBackbone":
+        from memarena.llm.openai_engine import OpenAIBackbone
+
+        return OpenAIBackbone
+    if name == "VLLMBackbone":
+        from memarena.llm.vllm_engine import VLLMBackbone
+
+        return VLLMBackbone
     raise AttributeError(f"module 'memarena.llm' has no attribute {name!r}")

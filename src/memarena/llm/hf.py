@@ -230,6 +230,25 @@ def _load(source: ModelSource, dtype, converted_dir, trust_remote_code) -> tuple
     return _from_pretrained(source, dtype, trust_remote_code)
 
 
+def local_weights(model: str, gguf_file: str | None, converted_dir: str | Path) -> str:
+    """What an engine that cannot read GGUF loads: ``model`` itself (a folder or hub id), or for
+    a GGUF source (``embedded:smollm2-135m``, a ``.gguf`` file) its safetensors copy in
+    ``converted_dir``, written once (the same copy the hf engine uses)."""
+    source = resolve_source(model, gguf_file)
+    if not source.gguf_file:
+        return source.ref
+    folder = _converted_folder(source, Path(converted_dir).expanduser())
+    if not (folder / _DONE).is_file():
+        log.info("converting %s/%s once to safetensors in %s", source.ref, source.gguf_file, folder)
+        model_obj, tokenizer = _from_pretrained(source, torch.float32, False)
+        if not _save_converted(model_obj, tokenizer, folder, source.identity()):
+            raise ConfigError(
+                f"memarena: could not write the converted copy of {model} to {folder}; set "
+                "backbone.converted_dir to a writable folder."
+            )
+    return str(folder)
+
+
 def _converted_folder(source: ModelSource, converted_dir: Path) -> Path:
     ident = f"{source.identity()}|transformers={transformers.__version__}"
     digest = hashlib.sha256(ident.encode()).hexdigest()[:16]

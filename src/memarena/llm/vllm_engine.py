@@ -1,0 +1,313 @@
+"""VLLMBackbone: vLLM's offline ``LLM`` engine answering a whole batch in one call.
+
+One ``generate(requests)`` is one ``LLM.generate`` call over every uncached request; vLLM's
+scheduler does the continuous batching. Each request gets its own ``SamplingParams``:
+
+- decoding: greedy at temperature 0, else temperature/top-p sampling seeded by the request's
+  own seed (so a sample does not depend on what else is in the batch);
+- limits: ``max_tokens`` (capped by ``max_new_tokens``) and stop strings (free text only);
+- constraint: guided decoding for a choice among admissible actions (``choice=[...]``) and for
+  a JSON schema (``json=schema``), through ``StructuredOutputsParams`` (vLLM >= 0.10.2, the
+  ``structured_outputs=`` field) or the older ``GuidedDecodingParams`` (``guided_decoding=``),
+  whichever the installed vLLM offers.
+
+Chat templating is done here, with the engine's own tokenizer, and the token ids go to
+``LLM.generate`` (not ``LLM.chat``): the prompt length is known before the call, so a prompt
+that would overflow ``max_model_len`` is cut on the left and counted as a ``prompt_truncated``
+fallback instead of vLLM rejecting the whole batch with a ValueError; the template and its
+kwargs (``enable_thinking`` for Qwen3) are the same ones the ``hf`` engine applies, so both
+engines see the same prompt text. The token counts come from the engine's outputs
+(``prompt_token_ids``, each output's ``token_ids``).
+
+vLLM is imported only when a backbone is built: without it, construction ends with a
+ConfigError saying how to install it. Engines are shared inside a process, so an agent backbone
+and a memory backbone with the same engine settings cost one copy of the weights.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import logging
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from memarena.core.errors import ConfigError
+from memarena.core.llm_types import ChatRequest, Completion
+from memarena.llm.base import BackboneBase
+
+log = logging.getLogger(__name__)
+
+VLLM_VERSION = "0.33.0"  # the release this engine was written against (pip install vllm==...)
+INSTALL_HINT = (
+    f"pip install vllm=={VLLM_VERSION} into this venv on a Linux machine with an NVIDIA GPU "
+    "(the wheel brings its own CUDA build of torch), then rerun"
+)
+_DEFAULT_TEMPLATE_KWARGS: tuple[dict[str, Any], ...] = ({}, {"enable_thinking": False})
+
+
+def _plain(value: Any) -> Any:
+    """Plain dicts and lists from config containers (Hydra passes DictConfig/ListConfig)."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, Sequence) and not isinstance(value, str | bytes):
+        return [_plain(v) for v in value]
+    return value
+
+
+# -- the vllm module, imported lazily ---------------------------------------------------------
+def import_vllm() -> Any:
+    """The ``vllm`` module, or a ConfigError saying how to install it."""
+    try:
+        return importlib.import_module("vllm")
+    except ImportError as err:
+        raise ConfigError(
+            f"memarena: the vllm backbone needs vLLM, which cannot be imported here ({err}). "
+            f"{INSTALL_HINT}; or serve the model with scripts/serve_vllm.sh and use "
+            "backbone=openai_server; or use backbone=smollm2_135m on a CPU."
+        ) from err
+
+
+def structured_api(vllm: Any) -> tuple[str, Any]:
+    """(the SamplingParams field, the params class) for guided decoding in this vLLM.
+
+    Newer vLLM: ``SamplingParams(structured_outputs=StructuredOutputsParams(...))``; older:
+    ``SamplingParams(guided_decoding=GuidedDecodingParams(...))``. Both take ``choice=`` and
+    ``json=``. The newer one wins when both exist (the older is a deprecated alias there).
+    """
+    try:
+        module = importlib.import_module("vllm.sampling_params")
+    except ImportError:
+        module = vllm
+    for field, cls_name in (
+        ("structured_outputs", "StructuredOutputsParams"),
+        ("guided_decoding", "GuidedDecodingParams"),
+    ):
+        cls = getattr(module, cls_name, None) or getattr(vllm, cls_name, None)
+        if cls is not None:
+            return field, cls
+    version = getattr(vllm, "__version__", "?")
+    raise ConfigError(
+        f"memarena: vLLM {version} has neither StructuredOutputsParams nor GuidedDecodingParams, "
+        f"so choices and JSON schemas cannot be enforced. {INSTALL_HINT}."
+    )
+
+
+_ENGINES: dict[str, Any] = {}
+_ENGINE_LOCK = threading.Lock()
+
+
+def load_engine(vllm: Any, engine_args: dict[str, Any]) -> Any:
+    """One ``vllm.LLM`` per distinct set of engine arguments in this process."""
+    key = json.dumps(engine_args, sort_keys=True, default=str)
+    with _ENGINE_LOCK:
+        if key not in _ENGINES:
+            log.info("starting vLLM engine: %s", engine_args)
+            _ENGINES[key] = vllm.LLM(**engine_args)
+        return _ENGINES[key]
+
+
+# -- the backbone -------------------------------------------------------------------------------
+class VLLMBackbone(BackboneBase):
+    """An LLM served by vLLM's offline engine inside this process; see the module docstring."""
+
+    is_llm = True
+
+    def __init__(
+        self,
+        model: str,
+        name: str | None = None,
+        tensor_parallel_size: int = 1,
+        max_model_len: int | None = None,
+        gpu_memory_utilization: float = 0.9,
+        dtype: str = "auto",
+        enable_thinking: bool | None = False,
+        chat_template: str | None = None,
+        chat_template_kwargs: dict[str, Any] | None = None,
+        seed: int = 0,
+        trust_remote_code: bool = False,
+        download_dir: str | Path | None = None,
+        enforce_eager: bool = False,
+        max_new_tokens: int | None = None,
+        engine_kwargs: dict[str, Any] | None = None,
+        cache_path: str | Path | None = None,
+        gguf_file: str | None = None,
+        converted_dir: str | Path | None = None,
+    ) -> None:
+        if int(tensor_parallel_size) < 1:
+            raise ConfigError(
+                f"memarena: backbone.tensor_parallel_size={tensor_parallel_size} must be >= 1."
+            )
+        if not 0.0 < float(gpu_memory_utilization) <= 1.0:
+            raise ConfigError(
+                f"memarena: backbone.gpu_memory_utilization={gpu_memory_utilization} must be in "
+                "(0, 1]; two vLLM engines in one process must split it (e.g. 0.45 each)."
+            )
+        if max_new_tokens is not None and int(max_new_tokens) < 1:
+            raise ConfigError(f"memarena: backbone.max_new_tokens={max_new_tokens} must be >= 1.")
+        self.model_ref = str(model)
+        if str(model).startswith("embedded:") or str(model).endswith(".gguf") or gguf_file:
+            # vLLM reads safetensors folders: the hf engine's one-off conversion of the GGUF
+            from memarena.llm.hf import local_weights
+
+            if converted_dir is None:
+                raise ConfigError(
+                    f"memarena: backbone.model={model} is a GGUF model; set "
+                    "backbone.converted_dir to a folder for its safetensors copy."
+                )
+            self.model_ref = local_weights(str(model), gguf_file, converted_dir)
+        self.max_new_tokens = int(max_new_tokens) if max_new_tokens is not None else None
+        kwargs = _plain(chat_template_kwargs or {})
+        if enable_thinking is not None:  # Qwen3: the template's switch; None leaves it alone
+            kwargs["enable_thinking"] = bool(enable_thinking)
+        self.chat_template_kwargs: dict[str, Any] = kwargs
+        cache_model = f"vllm:{model}"
+        if chat_template or kwargs not in _DEFAULT_TEMPLATE_KWARGS:
+            extra = json.dumps([chat_template, kwargs], sort_keys=True)
+            cache_model += ":" + hashlib.sha256(extra.encode()).hexdigest()[:12]
+        super().__init__(
+            name=name or Path(self.model_ref).name,
+            cache_model=cache_model,
+            cache_path=cache_path,
+        )
+
+        vllm = import_vllm()
+        self.vllm = vllm
+        self.structured_field, self.structured_cls = structured_api(vllm)
+        engine_args: dict[str, Any] = {
+            "model": self.model_ref,
+            "tensor_parallel_size": int(tensor_parallel_size),
+            "gpu_memory_utilization": float(gpu_memory_utilization),
+            "dtype": str(dtype),
+            "seed": int(seed),
+            "trust_remote_code": bool(trust_remote_code),
+            "enforce_eager": bool(enforce_eager),
+        }
+        if max_model_len is not None:
+            engine_args["max_model_len"] = int(max_model_len)
+        if download_dir is not None:
+            engine_args["download_dir"] = str(Path(str(download_dir)).expanduser())
+        engine_args.update(_plain(engine_kwargs or {}))
+        self.engine_args = engine_args
+        try:
+            self.llm = load_engine(vllm, engine_args)
+        except (OSError, ValueError) as err:  # missing weights, bad dtype, model too long, ...
+            reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            raise ConfigError(
+                f"memarena: vLLM cannot start backbone.model={model}: {reason}. Give a local "
+                "folder with config.json and weights or a hub id this machine can download "
+                "(backbone.download_dir sets where), and check tensor_parallel_size, "
+                "max_model_len and gpu_memory_utilization against the GPUs here."
+            ) from err
+        self.tokenizer = self.llm.get_tokenizer()
+        self.chat_template = chat_template or getattr(self.tokenizer, "chat_template", None)
+        if not self.chat_template:
+            raise ConfigError(
+                f"memarena: backbone.model={model} has no chat template (a base model?). Use an "
+                "instruction-tuned model or set backbone.chat_template to a Jinja template."
+            )
+        self.context_limit = int(max_model_len) if max_model_len else _engine_max_len(self.llm)
+
+    # -- prompts ----------------------------------------------------------------------------
+    def render_prompt(self, request: ChatRequest) -> str:
+        return self.tokenizer.apply_chat_template(
+            request.messages,
+            chat_template=self.chat_template,
+            tokenize=False,
+            add_generation_prompt=True,
+            **self.chat_template_kwargs,
+        )
+
+    def encode_prompt(self, request: ChatRequest) -> list[int]:
+        # the template already holds the special tokens (BOS where the model has one)
+        return list(self.tokenizer.encode(self.render_prompt(request), add_special_tokens=False))
+
+    def _fit(self, ids: list[int], max_tokens: int) -> list[int]:
+        if self.context_limit and len(ids) + max_tokens > self.context_limit:
+            self.record_fallback("prompt_truncated", f"prompt of {len(ids)} tokens cut on the left")
+            return ids[-max(1, self.context_limit - max_tokens) :]
+        return ids
+
+    # -- sampling parameters ----------------------------------------------------------------
+    def _max_tokens(self, request: ChatRequest) -> int:
+        if request.choices is not None:  # a choice is never cut short
+            longest = max(
+                len(self.tokenizer.encode(c, add_special_tokens=False)) for c in request.choices
+            )
+            return longest + 2  # the end token, plus one for tokenizations that differ
+        wanted = max(1, int(request.max_tokens))
+        return min(wanted, self.max_new_tokens) if self.max_new_tokens else wanted
+
+    def sampling_params(self, request: ChatRequest, max_tokens: int) -> Any:
+        sampled = request.temperature > 0
+        kwargs: dict[str, Any] = {
+            "n": 1,
+            "temperature": float(request.temperature) if sampled else 0.0,
+            "top_p": float(request.top_p) if sampled else 1.0,
+            "max_tokens": int(max_tokens),
+        }
+        if sampled:
+            kwargs["seed"] = int(request.seed)
+        if request.choices is not None:
+            kwargs[self.structured_field] = self.structured_cls(choice=list(request.choices))
+        elif request.json_schema is not None:
+            kwargs[self.structured_field] = self.structured_cls(json=_plain(request.json_schema))
+        elif request.stop:
+            kwargs["stop"] = list(request.stop)
+        return self.vllm.SamplingParams(**kwargs)
+
+    # -- generation -------------------------------------------------------------------------
+    def _generate(self, requests: list[ChatRequest]) -> list[Completion]:
+        prompts: list[dict[str, list[int]]] = []
+        params: list[Any] = []
+        for request in requests:
+            max_tokens = self._max_tokens(request)
+            prompts.append({"prompt_token_ids": self._fit(self.encode_prompt(request), max_tokens)})
+            params.append(self.sampling_params(request, max_tokens))
+        outputs = self.llm.generate(prompts, params, use_tqdm=False)
+        return [
+            self._finish(request, output, len(prompt["prompt_token_ids"]))
+            for request, output, prompt in zip(requests, outputs, prompts, strict=True)
+        ]
+
+    def _finish(self, request: ChatRequest, output: Any, sent_tokens: int) -> Completion:
+        sample = output.outputs[0]
+        prompt_ids = getattr(output, "prompt_token_ids", None)
+        prompt_tokens = len(prompt_ids) if prompt_ids is not None else sent_tokens
+        completion = Completion(
+            text=sample.text,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=len(sample.token_ids),
+        )
+        if request.choices is None:
+            return completion  # JSON is checked against its schema by BackboneBase
+        index = choice_index(sample.text, request.choices)
+        if index is None:
+            completion.fallback = "choice_invalid"
+        else:
+            completion.text = request.choices[index]
+            completion.choice_index = index
+        return completion
+
+
+def choice_index(text: str, choices: list[str]) -> int | None:
+    """Index of the choice ``text`` is (exactly, else once stripped); None when none."""
+    if text in choices:
+        return choices.index(text)
+    stripped = text.strip()
+    for i, choice in enumerate(choices):
+        if choice.strip() == stripped:
+            return i
+    return None
+
+
+def _engine_max_len(llm: Any) -> int | None:
+    for owner in (llm, getattr(llm, "llm_engine", None)):
+        config = getattr(owner, "model_config", None)
+        value = getattr(config, "max_model_len", None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None

