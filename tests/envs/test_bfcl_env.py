@@ -247,3 +247,16 @@ def test_details_after_expert_replay():
         "turns": len(ep.turns),
     }
     ep.close()
+
+
+def test_compact_docs_list_every_function_with_its_signature():
+    task = BfclEnv().tasks("test")[0]
+    compact = BfclEnv(doc_format="compact").prompt(task).system
+    full = BfclEnv().prompt(task).system
+    assert "signatures with descriptions" in compact and "JSON documents" in full
+    for doc in task.payload["functions"]:
+        assert f"\n{doc['name']}(" in compact
+    assert "cd(folder: string) - " in compact or "cd(" not in full
+    assert len(compact) < 0.7 * len(full)
+    with pytest.raises(ConfigError, match="doc_format"):
+        BfclEnv(doc_format="yaml")

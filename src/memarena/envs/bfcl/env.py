@@ -24,7 +24,7 @@ from memarena.core.protocols import EnvPrompt
 from memarena.core.types import Task
 from memarena.envs.bfcl.data import CATEGORIES, index_of, load_category
 from memarena.envs.bfcl.episode import BfclEpisode
-from memarena.envs.bfcl.prompts import ACTION_FORMATS, system_for
+from memarena.envs.bfcl.prompts import ACTION_FORMATS, DOC_FORMATS, system_for
 from memarena.envs.options import check_common, choose_names
 
 SPLITS = ("train", "test")
@@ -38,6 +38,7 @@ OPTIONS = (
     "text_ends_turn",
     "turn_step_limit",
     "call_format",
+    "doc_format",
 )
 CALL_FORMATS = tuple(ACTION_FORMATS)
 
@@ -56,6 +57,7 @@ class BfclEnv:
         turn_step_limit: the task ends once the steps within one turn exceed this (the
             package's 20); None for no limit.
         call_format: the action format the prompt asks for, ``python`` or ``tool_call``.
+        doc_format: function documents as the package's ``json`` or ``compact`` signatures.
     """
 
     def __init__(
@@ -68,6 +70,7 @@ class BfclEnv:
         text_ends_turn: bool = True,
         turn_step_limit: int | None = 20,
         call_format: str = "python",
+        doc_format: str = "json",
         **unknown: Any,
     ) -> None:
         self.step_budget = check_common("bfcl", unknown, OPTIONS, step_budget)
@@ -99,6 +102,11 @@ class BfclEnv:
                 f"{list(CALL_FORMATS)}."
             )
         self.call_format = str(call_format)
+        if doc_format not in DOC_FORMATS:
+            raise ConfigError(
+                f"memarena: env.doc_format={doc_format!r} is not valid; valid: {list(DOC_FORMATS)}."
+            )
+        self.doc_format = str(doc_format)
         self._tasks: dict[str, list[Task]] = {}
 
     def _split(self, category: str) -> dict[str, list[dict[str, Any]]]:
@@ -143,7 +151,9 @@ class BfclEnv:
 
     def prompt(self, task: Task | None = None) -> EnvPrompt:
         docs = task.payload.get("functions", []) if task is not None else []
-        return EnvPrompt(system=system_for(docs), action_format=ACTION_FORMATS[self.call_format])
+        return EnvPrompt(
+            system=system_for(docs, self.doc_format), action_format=ACTION_FORMATS[self.call_format]
+        )
 
     def open(self, task: Task) -> BfclEpisode:
         if task.payload.get("category") not in CATEGORIES:
@@ -154,6 +164,7 @@ class BfclEnv:
             text_ends_turn=self.text_ends_turn,
             turn_step_limit=self.turn_step_limit,
             call_format=self.call_format,
+            doc_format=self.doc_format,
         )
 
     def close(self) -> None:

@@ -240,8 +240,10 @@ class BfclEpisode:
         text_ends_turn: bool = True,
         turn_step_limit: int | None = 20,
         call_format: str = "python",
+        doc_format: str = "json",
     ) -> None:
         self.task = task
+        self.doc_format = doc_format
         p = task.payload
         self.entry_id: str = p["id"]
         self.category: str = p["category"]
@@ -324,7 +326,7 @@ class BfclEpisode:
             )
 
             self.available |= {d["name"] for d in docs}
-            release = RELEASE_MESSAGE.format(functions=render_functions(docs))
+            release = RELEASE_MESSAGE.format(functions=render_functions(docs, self.doc_format))
             said = self.turns[self.turn] or DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC
             return f"{release}\nUser: {said}"
         return f"User: {self.turns[self.turn]}"

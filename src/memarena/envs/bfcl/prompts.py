@@ -13,7 +13,7 @@ several steps, reading each step's results before the next; when the current req
 done (or cannot be done with the functions you have), send NEXT to hand the turn back. \
 Changes you make persist across turns. Only the functions listed are available.
 
-Available functions (JSON documents):
+Available functions ({doc_kind}):
 {functions}"""
 
 ACTION_FORMAT = (
@@ -34,9 +34,35 @@ ACTION_FORMATS = {"python": ACTION_FORMAT, "tool_call": TOOL_CALL_FORMAT}
 RELEASE_MESSAGE = "New functions are available:\n{functions}"
 
 
-def render_functions(docs: list[dict[str, Any]]) -> str:
-    return "\n".join(json.dumps(d, ensure_ascii=False) for d in docs)
+DOC_FORMATS = ("json", "compact")
+_DOC_KINDS = {"json": "JSON documents", "compact": "signatures with descriptions"}
 
 
-def system_for(docs: list[dict[str, Any]]) -> str:
-    return SYSTEM.format(functions=render_functions(docs))
+def render_functions(docs: list[dict[str, Any]], doc_format: str = "json") -> str:
+    """The package's function documents, one per line: as JSON (BFCL's own form) or compact,
+    ``name(param: type, opt: type = default) - description`` plus one line per parameter
+    (about a third of the tokens: for small models and short contexts)."""
+    if doc_format == "json":
+        return "\n".join(json.dumps(d, ensure_ascii=False) for d in docs)
+    return "\n".join(_compact(d) for d in docs)
+
+
+def _compact(doc: dict[str, Any]) -> str:
+    params = doc.get("parameters", {}) or {}
+    props: dict[str, Any] = params.get("properties", {}) or {}
+    required = set(params.get("required", []) or [])
+    sig, lines = [], []
+    for name, spec in props.items():
+        kind = spec.get("type", "any")
+        default = "" if name in required else f" = {spec.get('default', None)!r}"
+        sig.append(f"{name}: {kind}{default}")
+        if spec.get("description"):
+            lines.append(f"    {name}: {spec['description']}")
+    head = f"{doc['name']}({', '.join(sig)}) - {doc.get('description', '').strip()}"
+    return "\n".join([head, *lines])
+
+
+def system_for(docs: list[dict[str, Any]], doc_format: str = "json") -> str:
+    return SYSTEM.format(
+        functions=render_functions(docs, doc_format), doc_kind=_DOC_KINDS[doc_format]
+    )
