@@ -90,3 +90,22 @@ def test_run_py_prints_config():
     proc = run_py(["--cfg", "job", "method=icl"], timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "method:" in proc.stdout and "icl" in proc.stdout
+
+
+def test_experiment_null_drops_the_demo_caps_and_groups_compose_in_order():
+    from memarena.config_check import expand_group_shorthand
+
+    assert expand_group_shorthand(["experiment=null", "env.wiki=local"]) == [
+        "~experiment",
+        "env/wiki=local",
+    ]
+    full = compose_cfg(["~experiment", "ablation=budget_20"])
+    assert full.protocol.max_train_tasks is None and full.protocol.step_budget == 20
+    # an env may bring its paper's protocol (bfcl: ReMe's) and the command line takes it back
+    assert compose_cfg(["env=bfcl"]).protocol.repetitions == 3
+    assert compose_cfg(["env=bfcl", "protocol=default"]).protocol.repetitions == 1
+    # an ablation may override the protocol (ReMe dynamic) and the memory backbone (Table 4)
+    dynamic = compose_cfg(["method=reme", "ablation=reme/dynamic"])
+    assert dynamic.protocol.freeze_during_eval is False
+    summ = compose_cfg(["method=reme", "ablation=reme/summ_qwen3_14b"])
+    assert summ.memory_backbone.name == "qwen3-14b" and summ.memory_backbone.same_as_agent is False
