@@ -29,7 +29,6 @@ import logging
 import os
 import shutil
 import threading
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,7 +48,7 @@ from transformers import (
 
 from memarena.core.errors import ConfigError
 from memarena.core.llm_types import ChatRequest, Completion
-from memarena.llm.base import BackboneBase, json_matches_schema
+from memarena.llm.base import BackboneBase, json_matches_schema, plain
 from memarena.llm.embedded import is_embedded, resolve_embedded_llm
 
 log = logging.getLogger(__name__)
@@ -180,15 +179,6 @@ def resolve_source(model: str, gguf_file: str | None = None) -> ModelSource:
             "embedded:smollm2-135m."
         )
     return ModelSource(model, gguf_file, False)
-
-
-def _plain(value: Any) -> Any:
-    """Plain dicts and lists from config containers (Hydra passes DictConfig/ListConfig)."""
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, Sequence) and not isinstance(value, str | bytes):
-        return [_plain(v) for v in value]
-    return value
 
 
 # -- loading ------------------------------------------------------------------------------------
@@ -494,7 +484,7 @@ class HFBackbone(BackboneBase):
         self.source = resolve_source(str(model), gguf_file)
         self.batch_size = int(batch_size)
         self.max_new_tokens = int(max_new_tokens)
-        self.chat_template_kwargs = _plain(chat_template_kwargs or {})
+        self.chat_template_kwargs = plain(chat_template_kwargs or {})
         dtype_name = str(self.dtype).removeprefix("torch.")
         cache_model = f"hf:{model}:{self.source.gguf_file or ''}:{dtype_name}"
         if chat_template or self.chat_template_kwargs:
@@ -592,7 +582,7 @@ class HFBackbone(BackboneBase):
         if self._ll_tokenizer is None:
             self._ll_tokenizer = llguidance.hf.from_tokenizer(self.tokenizer, eos_token=self.eos_id)
         try:
-            grammar = llguidance.LLMatcher.grammar_from_json_schema(_plain(schema))
+            grammar = llguidance.LLMatcher.grammar_from_json_schema(plain(schema))
         except (ValueError, TypeError):
             return None
         matcher = llguidance.LLMatcher(self._ll_tokenizer, grammar, log_level=0)

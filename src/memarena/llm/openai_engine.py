@@ -57,7 +57,7 @@ from typing import Any
 
 from memarena.core.errors import ConfigError
 from memarena.core.llm_types import ChatRequest, Completion
-from memarena.llm.base import BackboneBase, json_matches_schema
+from memarena.llm.base import BackboneBase, json_matches_schema, plain
 
 log = logging.getLogger(__name__)
 
@@ -70,13 +70,6 @@ _RETRY_STATUS = {408, 409, 429}
 
 
 # -- request bodies -------------------------------------------------------------------------
-def _plain(value: Any) -> Any:
-    """Plain dicts and lists from config containers (Hydra passes DictConfig/ListConfig)."""
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, Sequence) and not isinstance(value, str | bytes):
-        return [_plain(v) for v in value]
-    return value
 
 
 def choice_schema(choices: Sequence[str], wrap: bool) -> dict[str, Any]:
@@ -138,25 +131,25 @@ def build_body(
     }
     if request.stop:
         body["stop"] = list(request.stop)[:MAX_STOP]
-    extra: dict[str, Any] = dict(_plain(extra_body or {}))
+    extra: dict[str, Any] = dict(plain(extra_body or {}))
     if chat_template_kwargs:
-        extra["chat_template_kwargs"] = dict(_plain(chat_template_kwargs))
+        extra["chat_template_kwargs"] = dict(plain(chat_template_kwargs))
     choices, schema = request.choices, request.json_schema
     if structured == "vllm":
         if choices is not None:
             extra["structured_outputs"] = {"choice": list(dict.fromkeys(choices))}
         elif schema is not None:
-            extra["structured_outputs"] = {"json": _plain(schema)}
+            extra["structured_outputs"] = {"json": plain(schema)}
     elif structured == "vllm_guided":
         if choices is not None:
             extra["guided_choice"] = list(dict.fromkeys(choices))
         elif schema is not None:
-            extra["guided_json"] = _plain(schema)
+            extra["guided_json"] = plain(schema)
     elif structured == "openai" and (choices is not None or schema is not None):
         if choices is not None:
             schema, name = choice_schema(choices, wrap=True), "choice"
         else:
-            schema, name = _plain(schema), "answer"
+            schema, name = plain(schema), "answer"
         spec: dict[str, Any] = {"name": name, "schema": schema}
         if strict == "auto":
             spec["strict"] = strict_compatible(schema)
@@ -166,7 +159,7 @@ def build_body(
     elif structured == "json_object" and (choices is not None or schema is not None):
         if choices is not None:
             schema = choice_schema(choices, wrap=False)
-        body["response_format"] = {"type": "json_object", "schema": _plain(schema)}
+        body["response_format"] = {"type": "json_object", "schema": plain(schema)}
     if extra:
         body["extra_body"] = extra
     return body
@@ -349,8 +342,8 @@ class OpenAIBackbone(BackboneBase):
         self.max_retries = int(max_retries)
         self.backoff_s = float(backoff_s)
         self.max_tokens_cap = int(max_tokens_cap) if max_tokens_cap else None
-        self.chat_template_kwargs = _plain(chat_template_kwargs or {})
-        self.extra_body = _plain(extra_body or {})
+        self.chat_template_kwargs = plain(chat_template_kwargs or {})
+        self.extra_body = plain(extra_body or {})
         cache_model = f"openai:{self.base_url}:{self.model}"
         if self.chat_template_kwargs or self.extra_body:
             extra = json.dumps([self.chat_template_kwargs, self.extra_body], sort_keys=True)

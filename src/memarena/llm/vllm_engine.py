@@ -31,13 +31,12 @@ import importlib
 import json
 import logging
 import threading
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from memarena.core.errors import ConfigError
 from memarena.core.llm_types import ChatRequest, Completion
-from memarena.llm.base import BackboneBase
+from memarena.llm.base import BackboneBase, plain
 
 log = logging.getLogger(__name__)
 
@@ -47,15 +46,6 @@ INSTALL_HINT = (
     "(the wheel brings its own CUDA build of torch), then rerun"
 )
 _DEFAULT_TEMPLATE_KWARGS: tuple[dict[str, Any], ...] = ({}, {"enable_thinking": False})
-
-
-def _plain(value: Any) -> Any:
-    """Plain dicts and lists from config containers (Hydra passes DictConfig/ListConfig)."""
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, Sequence) and not isinstance(value, str | bytes):
-        return [_plain(v) for v in value]
-    return value
 
 
 # -- the vllm module, imported lazily ---------------------------------------------------------
@@ -160,7 +150,7 @@ class VLLMBackbone(BackboneBase):
                 )
             self.model_ref = local_weights(str(model), gguf_file, converted_dir)
         self.max_new_tokens = int(max_new_tokens) if max_new_tokens is not None else None
-        kwargs = _plain(chat_template_kwargs or {})
+        kwargs = plain(chat_template_kwargs or {})
         if enable_thinking is not None:  # Qwen3: the template's switch; None leaves it alone
             kwargs["enable_thinking"] = bool(enable_thinking)
         self.chat_template_kwargs: dict[str, Any] = kwargs
@@ -190,7 +180,7 @@ class VLLMBackbone(BackboneBase):
             engine_args["max_model_len"] = int(max_model_len)
         if download_dir is not None:
             engine_args["download_dir"] = str(Path(str(download_dir)).expanduser())
-        engine_args.update(_plain(engine_kwargs or {}))
+        engine_args.update(plain(engine_kwargs or {}))
         self.engine_args = engine_args
         try:
             self.llm = load_engine(vllm, engine_args)
@@ -254,7 +244,7 @@ class VLLMBackbone(BackboneBase):
         if request.choices is not None:
             kwargs[self.structured_field] = self.structured_cls(choice=list(request.choices))
         elif request.json_schema is not None:
-            kwargs[self.structured_field] = self.structured_cls(json=_plain(request.json_schema))
+            kwargs[self.structured_field] = self.structured_cls(json=plain(request.json_schema))
         elif request.stop:
             kwargs["stop"] = list(request.stop)
         return self.vllm.SamplingParams(**kwargs)
