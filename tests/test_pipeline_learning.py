@@ -260,3 +260,29 @@ def test_avg_and_pass_at_k_over_repetitions():
     assert m["pass_at_k"] == pytest.approx(0.75) and m["pass_at_k_std"] == pytest.approx(0.25)
     single = compute_metrics(records[:4], runs_per_repetition=2)
     assert single["repetitions"] == 1 and single["avg_at_k_std"] == 0.0
+
+
+def test_a_killed_learning_evaluation_resumes_to_the_same_memory(tmp_path, monkeypatch):
+    whole = Recorder(lesson_at=2)
+    evaluate(_parts(tmp_path / "whole", whole), _cfg())
+
+    original = RunStore.append
+    written = {"n": 0}
+
+    def dying_append(self, name, record):
+        original(self, name, record)
+        if name == files.EPISODES:
+            written["n"] += 1
+            if written["n"] == 2:
+                raise KeyboardInterrupt  # killed after 2 of the wave's 4 episodes were written
+
+    monkeypatch.setattr(RunStore, "append", dying_append)
+    with pytest.raises(KeyboardInterrupt):
+        evaluate(_parts(tmp_path / "killed", Recorder(lesson_at=2)), _cfg())
+    monkeypatch.setattr(RunStore, "append", original)
+    resumed = Recorder(lesson_at=2)
+    parts = _parts(tmp_path / "killed", resumed)
+    records = evaluate(parts, _cfg())
+    assert sorted(r["task_id"] for r in records) == [f"test{i}" for i in range(4)]
+    assert resumed.observed == whole.observed
+    assert sorted(resumed.retries) == sorted(whole.retries)
