@@ -11,50 +11,15 @@ cache) and reports completion tokens/s and requests/s over the wall time of that
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 
 from memarena.core.llm_types import ChatRequest
-from memarena.llm.embedded import resolve_embedded_llm
+from memarena.llm.local_server import SERVED_NAME, embedded_server
 from memarena.llm.openai_engine import OpenAIBackbone
 
 TOPICS = ["a lighthouse", "a robot", "the sea", "a library", "a fox", "rain", "a train", "snow"]
-
-
-@contextlib.contextmanager
-def embedded_server(threads: int):
-    folder, gguf = resolve_embedded_llm("embedded:smollm2-135m")
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(folder / gguf),
-           "--model_alias", "smollm2-135m", "--host", "127.0.0.1", "--port", str(port),
-           "--n_ctx", "8192", "--n_threads", str(threads)]  # fmt: skip
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}/v1"
-    try:
-        for _ in range(240):
-            try:
-                with urllib.request.urlopen(f"{url}/models", timeout=2):
-                    break
-            except OSError:
-                if proc.poll() is not None:
-                    raise RuntimeError("the server exited") from None
-                time.sleep(0.5)
-        yield url, "smollm2-135m"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def measure(url: str, model: str, args) -> list[dict]:
@@ -119,7 +84,8 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=64)
     args = parser.parse_args()
     if args.serve_embedded:
-        with embedded_server(args.threads) as (url, model):
+        with embedded_server(args.threads) as url:
+            model = SERVED_NAME
             measure(url, model, args)
     elif args.base_url and args.model:
         measure(args.base_url, args.model, args)

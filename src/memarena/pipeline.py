@@ -9,8 +9,8 @@ as it ends, and a rerun with the same run directory continues where the last one
   own request seeds). The records are appended to ``acquisition.jsonl`` after each wave
   (with the full trajectory; ``run`` = sample index); the memory observes the tasks as groups
   of samples, in task order (``observe_groups``), after each wave or, for a method that does
-  not retrieve while acquiring, every ``acquisition_observe_tasks`` tasks (bigger LLM batches). On resume the
-  complete groups are observed again in file order, which rebuilds the memory without
+  not retrieve while acquiring, every ``acquisition_observe_tasks`` tasks (bigger LLM batches).
+  On resume the complete groups are observed again in file order, which rebuilds the memory without
   rerunning any episode (LLM-side memory calls are served by the call cache).
 - The snapshot is written to ``memory/`` and marked complete; a later resume loads it.
 - Evaluation runs ``protocol.repetitions`` x ``protocol.runs`` runs (Avg@k / Pass@k per

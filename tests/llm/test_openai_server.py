@@ -12,12 +12,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import socket
-import subprocess
-import sys
 import time
-import urllib.error
-import urllib.request
 
 import pytest
 
@@ -43,9 +38,10 @@ except ImportError as err:
 from memarena.core.errors import ConfigError  # noqa: E402
 from memarena.core.llm_types import ChatRequest  # noqa: E402
 from memarena.llm.embedded import resolve_embedded_llm  # noqa: E402
+from memarena.llm.local_server import SERVED_NAME, embedded_server, free_port  # noqa: E402
 from memarena.llm.openai_engine import OpenAIBackbone  # noqa: E402
 
-SERVED = "smollm2-135m"
+SERVED = SERVED_NAME
 KEY_ENV = "MEMARENA_TEST_SERVER_KEY"
 KEY = "sk-memarena-test"
 SCHEMA = {
@@ -55,64 +51,20 @@ SCHEMA = {
 }
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _wait_ready(url: str, proc: subprocess.Popen, log_path, limit_s: float = 120.0) -> None:
-    deadline = time.monotonic() + limit_s
-    request = urllib.request.Request(f"{url}/models", headers={"Authorization": f"Bearer {KEY}"})
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"the server exited ({proc.returncode}): {log_path.read_text()}")
-        try:
-            with urllib.request.urlopen(request, timeout=2) as resp:
-                if resp.status == 200:
-                    return
-        except (urllib.error.URLError, ConnectionError, TimeoutError):
-            pass
-        time.sleep(0.5)
-    raise RuntimeError(f"the server did not answer within {limit_s:.0f} s: {log_path.read_text()}")
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """Base URL of a llama-cpp-python server on 127.0.0.1 that needs ``$KEY_ENV``."""
     try:
-        folder, gguf = resolve_embedded_llm("embedded:smollm2-135m")
+        resolve_embedded_llm("embedded:smollm2-135m")
     except ConfigError as err:
         pytest.skip(str(err))
-    port = _free_port()
     log_path = tmp_path_factory.mktemp("server") / "server.log"
-    cmd = [
-        sys.executable,
-        "-m",
-        "llama_cpp.server",
-        "--model", str(folder / gguf),
-        "--model_alias", SERVED,
-        "--host", "127.0.0.1",
-        "--port", str(port),
-        "--n_ctx", "8192",
-        "--n_threads", "1",
-        "--api_key", KEY,
-    ]  # fmt: skip
     old_key = os.environ.get(KEY_ENV)
     os.environ[KEY_ENV] = KEY
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
     try:
-        url = f"http://127.0.0.1:{port}/v1"
-        _wait_ready(url, proc, log_path)
-        yield url
+        with embedded_server(threads=1, api_key=KEY, log_path=log_path) as url:
+            yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
         if old_key is None:
             os.environ.pop(KEY_ENV, None)
         else:
@@ -198,7 +150,7 @@ def test_wrong_key_is_a_config_error(server, monkeypatch):
 
 
 def test_unreachable_server_fails_per_request_quickly():
-    url = f"http://127.0.0.1:{_free_port()}/v1"  # nothing listens there
+    url = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
     backbone = OpenAIBackbone(
         model=SERVED, base_url=url, api_key_env=None, timeout=2, max_retries=1, backoff_s=0.1
     )
