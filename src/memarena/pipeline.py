@@ -189,9 +189,8 @@ def _record(
         "memory_ids": list(result.trajectory.memory_ids),
         "wall_s": round(result.wall_s, 4),
     }
-    details = getattr(result, "details", None)
-    if details:
-        rec["details"] = details
+    if result.details:
+        rec["details"] = result.details
     if with_trajectory:
         rec["outcome"] = {
             k: getattr(out, k)
@@ -445,18 +444,16 @@ def evaluate(parts: Parts, cfg: DictConfig) -> list[dict[str, Any]]:
                 len(tasks),
                 len(done_ids),
             )
+            start = _start_snapshot(parts, cfg) if learning else None
+            if start is not None:  # every learning run starts from the acquired memory
+                memory.load(start)
+            before = memory.own_tokens()  # after the load, which resets the method's counters
             if learning:
-                start = _start_snapshot(parts, cfg)
-                if start is not None:  # every run starts from the acquired memory
-                    memory.load(start)
-                before = memory.own_tokens()
                 online = _Learning(parts, run, view, run // per_rep)
                 mine = [r for r in retries if r.get("agent") == view and r["run"] == run]
                 online.replay(done_here, mine)
                 online.episodes(runner, remaining)
-                parts.eval_memory_tokens += memory.own_tokens() - before
             else:
-                before = memory.own_tokens()
                 runner.run(
                     remaining,
                     on_finish=lambda r, run=run, view=view: store.append(
@@ -464,7 +461,7 @@ def evaluate(parts: Parts, cfg: DictConfig) -> list[dict[str, Any]]:
                         _record(r, run, agent=view, repetition=run // per_rep),
                     ),
                 )
-                parts.eval_memory_tokens += memory.own_tokens() - before
+            parts.eval_memory_tokens += memory.own_tokens() - before
     memory.set_view(None)
     return [r for r in store.read(files.EPISODES) if _key(r) in wanted]
 

@@ -99,12 +99,16 @@ class BaseMemory:
         return MemoryContext.empty()
 
     def observe(self, trajectory: Trajectory, outcome: Outcome) -> None:
+        self.refuse_if_frozen()
+        self._observe(trajectory, outcome)
+
+    def refuse_if_frozen(self) -> None:
+        """MemoryFrozenError when frozen (for every method entry point that learns)."""
         if self.frozen:
             raise MemoryFrozenError(
                 f"memory '{self.name}' is frozen (evaluation with freeze_during_eval=true); "
                 "it cannot observe new trajectories"
             )
-        self._observe(trajectory, outcome)
 
     def observe_groups(self, groups: list[list[tuple[Trajectory, Outcome]]]) -> None:
         """Acquisition: each group holds the ``acquisition_samples`` trajectories of one train

@@ -36,7 +36,6 @@ from memarena.core import (
     ChatRequest,
     ConfigError,
     MemoryContext,
-    MemoryFrozenError,
     MemoryQuery,
     Outcome,
     Trajectory,
@@ -170,11 +169,7 @@ class ReMe(BaseMemory):
 
     # -- acquisition ---------------------------------------------------------------------------
     def observe_groups(self, groups: list[list[Pair]]) -> None:
-        if self.frozen:
-            raise MemoryFrozenError(
-                "memory 'reme' is frozen (evaluation with freeze_during_eval=true); it cannot "
-                "observe new trajectories"
-            )
+        self.refuse_if_frozen()
         if self.phase == "acquire":
             self._acquire(groups)
         else:
