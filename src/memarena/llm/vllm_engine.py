@@ -20,8 +20,11 @@ engines see the same prompt text. The token counts come from the engine's output
 (``prompt_token_ids``, each output's ``token_ids``).
 
 vLLM is imported only when a backbone is built: without it, construction ends with a
-ConfigError saying how to install it. Engines are shared inside a process, so an agent backbone
-and a memory backbone with the same engine settings cost one copy of the weights.
+ConfigError saying how to install it. Engines are shared inside a process through
+``memarena.core.runtime`` (counted by reference), so an agent backbone and a memory backbone
+with the same engine settings cost one copy of the weights; ``close()`` gives the backbone's
+reference back, and the last one shuts the engine down and frees its GPU memory
+(``shutdown_engine``), so a sweep over backbones in one process does not pile engines up.
 """
 
 from __future__ import annotations
@@ -30,10 +33,10 @@ import hashlib
 import importlib
 import json
 import logging
-import threading
 from pathlib import Path
 from typing import Any
 
+from memarena.core import runtime
 from memarena.core.errors import ConfigError
 from memarena.core.llm_types import ChatRequest, Completion
 from memarena.llm.base import BackboneBase, plain
@@ -86,25 +89,66 @@ def structured_api(vllm: Any) -> tuple[str, Any]:
     )
 
 
-_ENGINES: dict[str, Any] = {}
-_ENGINE_LOCK = threading.Lock()
+# -- engines, shared and released ---------------------------------------------------------------
+def engine_key(engine_args: dict[str, Any]) -> tuple[str, str]:
+    """The key an engine is shared under in ``memarena.core.runtime``."""
+    return ("vllm", json.dumps(engine_args, sort_keys=True, default=str))
 
 
 def load_engine(vllm: Any, engine_args: dict[str, Any]) -> Any:
-    """One ``vllm.LLM`` per distinct set of engine arguments in this process."""
-    key = json.dumps(engine_args, sort_keys=True, default=str)
-    with _ENGINE_LOCK:
-        if key not in _ENGINES:
-            log.info("starting vLLM engine: %s", engine_args)
-            _ENGINES[key] = vllm.LLM(**engine_args)
-        return _ENGINES[key]
+    """One ``vllm.LLM`` per distinct set of engine arguments in this process.
+
+    Each call takes one reference; give it back with ``runtime.release(engine_key(args))``
+    (``VLLMBackbone.close`` does). The last release runs ``shutdown_engine``.
+    """
+
+    def loader() -> Any:
+        log.info("starting vLLM engine: %s", engine_args)
+        return vllm.LLM(**engine_args)
+
+    return runtime.acquire(engine_key(engine_args), loader, on_drop=shutdown_engine)
+
+
+def shutdown_engine(llm: Any) -> None:
+    """Free what a dropped engine holds, as vLLM's own tests and maintainers do it.
+
+    1. Stop the engine: ``llm.shutdown()`` where the installed vLLM has it, else
+       ``llm.llm_engine.engine_core.shutdown()`` (the V1 engine-core process and its workers).
+    2. When no other vLLM engine is left in this process: ``destroy_model_parallel()`` and
+       ``destroy_distributed_environment()`` from ``vllm.distributed.parallel_state`` (the
+       parallel groups and the torch.distributed process group vLLM set up).
+
+    Every step runs only where the installed vLLM has it, and a failing step is logged, never
+    raised. The registry then drops the object, runs ``gc.collect()`` and empties the CUDA cache.
+    """
+    stop = getattr(llm, "shutdown", None)
+    if not callable(stop):
+        core = getattr(getattr(llm, "llm_engine", None), "engine_core", None)
+        stop = getattr(core, "shutdown", None)
+    _guarded(stop, "stopping the vLLM engine")
+    if runtime.held("vllm"):
+        return  # another engine still uses the distributed state
+    try:
+        state = importlib.import_module("vllm.distributed.parallel_state")
+    except ImportError:
+        return
+    for name in ("destroy_model_parallel", "destroy_distributed_environment"):
+        _guarded(getattr(state, name, None), f"vllm {name}")
+
+
+def _guarded(step: Any, what: str) -> None:
+    if not callable(step):
+        return
+    try:
+        step()
+    except Exception as err:  # closing goes on: the process may still free the memory on exit
+        log.warning("%s failed: %s", what, err)
 
 
 # -- the backbone -------------------------------------------------------------------------------
 class VLLMBackbone(BackboneBase):
     """An LLM served by vLLM's offline engine inside this process; see the module docstring."""
 
-    is_llm = True
 
     def __init__(
         self,
@@ -182,8 +226,22 @@ class VLLMBackbone(BackboneBase):
             engine_args["download_dir"] = str(Path(str(download_dir)).expanduser())
         engine_args.update(plain(engine_kwargs or {}))
         self.engine_args = engine_args
+        self.engine_key: tuple[str, str] | None = None
         try:
-            self.llm = load_engine(vllm, engine_args)
+            self._attach_engine(engine_args, model, chat_template, max_model_len)
+        except BaseException:
+            self.close()
+            raise
+
+    def _attach_engine(
+        self,
+        engine_args: dict[str, Any],
+        model: str,
+        chat_template: str | None,
+        max_model_len: int | None,
+    ) -> None:
+        try:
+            self.llm = load_engine(self.vllm, engine_args)
         except (OSError, ValueError) as err:  # missing weights, bad dtype, model too long, ...
             reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
             raise ConfigError(
@@ -192,6 +250,7 @@ class VLLMBackbone(BackboneBase):
                 "(backbone.download_dir sets where), and check tensor_parallel_size, "
                 "max_model_len and gpu_memory_utilization against the GPUs here."
             ) from err
+        self.engine_key = engine_key(engine_args)  # from here on, close() gives it back
         self.tokenizer = self.llm.get_tokenizer()
         self.chat_template = chat_template or getattr(self.tokenizer, "chat_template", None)
         if not self.chat_template:
@@ -200,6 +259,15 @@ class VLLMBackbone(BackboneBase):
                 "instruction-tuned model or set backbone.chat_template to a Jinja template."
             )
         self.context_limit = int(max_model_len) if max_model_len else _engine_max_len(self.llm)
+
+    def close(self) -> None:
+        """Give the shared engine back (shut down when no other backbone uses it), then close
+        the call cache. Closing twice is harmless; a closed backbone cannot generate."""
+        key, self.engine_key = self.engine_key, None
+        self.llm = None
+        if key is not None:
+            runtime.release(key)
+        super().close()
 
     # -- prompts ----------------------------------------------------------------------------
     def render_prompt(self, request: ChatRequest) -> str:
@@ -251,6 +319,8 @@ class VLLMBackbone(BackboneBase):
 
     # -- generation -------------------------------------------------------------------------
     def _generate(self, requests: list[ChatRequest]) -> list[Completion]:
+        if self.llm is None:
+            raise RuntimeError(f"{self.name}: generate on a closed VLLMBackbone")
         prompts: list[dict[str, list[int]]] = []
         params: list[Any] = []
         for request in requests:
