@@ -16,9 +16,8 @@ import random
 import statistics
 import time
 
-from memarena.core import MemoryQuery, Observation, Task
+from memarena.core import MemoryQuery, MemoryServices, Observation, Task
 from memarena.embed import SentenceEmbedder
-from memarena.memory.base import MemoryServices
 from memarena.memory.reme import Experience, ReMe
 
 APIS = {

@@ -12,7 +12,6 @@ class FakeLLM:
     """Answers each request with the next scripted text; 10 prompt / 3 completion tokens each."""
 
     name = "fake-llm"
-    is_llm = True
 
     def __init__(self, answers: list[str] | None = None, default: str = "{}") -> None:
         self.answers = list(answers or [])
@@ -33,11 +32,18 @@ class FakeLLM:
     def record_fallback(self, kind: str, detail: str = "") -> None:
         self.usage.count_fallback(kind)
 
+    def close(self) -> None:
+        return None
+
 
 class FakeEmbedder:
     """Deterministic: a goal "v:a,b,c" embeds as [a, b, c]; other text hashes to a vector."""
 
     name = "fake-embedder"
+    dim = 3
+
+    def close(self) -> None:
+        return None
 
     def encode(self, texts):
         rows = []

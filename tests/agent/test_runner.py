@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from memarena.agent import EpisodeRunner, RunnerSettings
+from memarena.agent import EpisodeRunner, RunnerSettings, as_policy
 from memarena.agent.parse import parse_action
 from memarena.core import (
     Completion,
+    Env,
     EnvPrompt,
+    Episode,
     Feedback,
     Observation,
     StepResult,
@@ -16,7 +18,7 @@ from memarena.core import (
 from memarena.memory.none import NoMemory
 
 
-class CountEnv:
+class CountEnv(Env):
     """A tiny env: reach `target` by choosing "inc"; "boom" tasks raise at step `crash_at`."""
 
     name = "count"
@@ -46,7 +48,7 @@ class CountEnv:
         pass
 
 
-class CountEpisode:
+class CountEpisode(Episode):
     def __init__(self, env, task):
         self.env, self.task, self.n = env, task, 0
 
@@ -83,7 +85,6 @@ class RecordingBackbone:
     """Test double: always picks the first choice ("inc"), records batch sizes."""
 
     name = "test-double"
-    is_llm = True
 
     def __init__(self, pick=0):
         self.usage = Usage()
@@ -100,7 +101,9 @@ class RecordingBackbone:
 
 def test_lockstep_batches_and_refill():
     env, bb = CountEnv(), RecordingBackbone()
-    runner = EpisodeRunner(env, bb, NoMemory(), RunnerSettings(concurrency=3), progress_bar=False)
+    runner = EpisodeRunner(
+        env, as_policy(bb), NoMemory(), RunnerSettings(concurrency=3), progress_bar=False
+    )
     results = runner.run(env.tasks("test"))
     assert [r.trajectory.task.id for r in results] == ["t0", "t1", "t2", "t3", "t4"]
     assert all(r.outcome.success for r in results)
@@ -115,7 +118,11 @@ def test_budget_and_failure_are_recorded_and_run_continues():
     env = CountEnv(crash_at=1)
     bb = RecordingBackbone(pick=1)  # always "wait": never reaches the target
     runner = EpisodeRunner(
-        env, bb, NoMemory(), RunnerSettings(concurrency=2, step_budget=4), progress_bar=False
+        env,
+        as_policy(bb),
+        NoMemory(),
+        RunnerSettings(concurrency=2, step_budget=4),
+        progress_bar=False,
     )
     results = runner.run(env.tasks("test"))
     statuses = {r.trajectory.task.id: r.outcome.status for r in results}
@@ -128,7 +135,11 @@ def test_budget_and_failure_are_recorded_and_run_continues():
     }
     env2 = CountEnv(crash_at=1)
     results = EpisodeRunner(
-        env2, RecordingBackbone(), NoMemory(), RunnerSettings(concurrency=2), progress_bar=False
+        env2,
+        as_policy(RecordingBackbone()),
+        NoMemory(),
+        RunnerSettings(concurrency=2),
+        progress_bar=False,
     ).run(env2.tasks("test"))
     crashed = results[1].outcome
     assert crashed.status == "error" and "simulator died" in crashed.error and crashed.steps == 1
@@ -181,7 +192,11 @@ class TextBackbone(RecordingBackbone):
 def test_parse_reply_and_details_hooks():
     env = ReplyEnv()
     runner = EpisodeRunner(
-        env, TextBackbone(), NoMemory(), RunnerSettings(action_mode="free"), progress_bar=False
+        env,
+        as_policy(TextBackbone()),
+        NoMemory(),
+        RunnerSettings(action_mode="free"),
+        progress_bar=False,
     )
     results = runner.run(env.tasks("test")[:2])
     # parse_action would keep only the first line ("Thought: step up."); the hook saw <inc/>
@@ -189,7 +204,7 @@ def test_parse_reply_and_details_hooks():
     assert results[1].trajectory.steps[0].action == "inc"
     assert results[1].details == {"n": 2, "seen": ["inc", "inc"]}
     plain = EpisodeRunner(
-        CountEnv(), RecordingBackbone(), NoMemory(), RunnerSettings(), progress_bar=False
+        CountEnv(), as_policy(RecordingBackbone()), NoMemory(), RunnerSettings(), progress_bar=False
     ).run(CountEnv().tasks("test")[:1])
     assert plain[0].details is None
 
@@ -203,7 +218,11 @@ def test_failing_details_hook_is_logged_not_raised():
     ReplyEpisode.details, saved = broken, ReplyEpisode.details
     try:
         results = EpisodeRunner(
-            env, TextBackbone(), NoMemory(), RunnerSettings(action_mode="free"), progress_bar=False
+            env,
+            as_policy(TextBackbone()),
+            NoMemory(),
+            RunnerSettings(action_mode="free"),
+            progress_bar=False,
         ).run(env.tasks("test")[:1])
     finally:
         ReplyEpisode.details = saved

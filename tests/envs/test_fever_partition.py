@@ -139,7 +139,6 @@ class JSONBackbone:
     """Test double: answers each request with the next canned text; records batch sizes."""
 
     name = "json-double"
-    is_llm = True
 
     def __init__(self, answers):
         self.answers = list(answers)
@@ -176,11 +175,11 @@ def test_llm_labeller_parses_json_and_counts_malformed():
     assert "claim 0" in req.messages[-1]["content"]
 
 
-def test_llm_labeller_refuses_a_non_llm_backbone():
-    bb = JSONBackbone([])
-    bb.is_llm = False
+def test_llm_labeller_refuses_the_expert_policy():
+    from memarena.agent import ExpertPolicy
+
     with pytest.raises(ConfigError, match="needs an LLM backbone"):
-        LLMLabeller(bb)
+        LLMLabeller(ExpertPolicy())
 
 
 # ------------------------------------------------------------------ embedding labeller

@@ -9,8 +9,8 @@ import pytest
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
+from memarena.core import Env, Episode
 from memarena.core.errors import ConfigError
-from memarena.core.protocols import Env, Episode
 from memarena.core.types import Task
 from memarena.envs.pddl import (
     CHECK_VALID_ACTIONS,
@@ -148,7 +148,6 @@ def test_hydra_config_instantiates_with_omegaconf_containers():
         ({"sizes": {"gripers": {}}}, r"env\.sizes\.gripers"),
         ({"n_test": -1}, r"env\.n_test"),
         ({"step_budget": 0}, r"env\.step_budget"),
-        ({"colour": "red"}, r"env\.colour"),
         ({"planner": {"strategies": ["astar_lmcut"]}}, r"env\.planner"),
         ({"problem_order": "random", "problems_dir": "."}, r"env\.problem_order"),
     ],
@@ -156,6 +155,11 @@ def test_hydra_config_instantiates_with_omegaconf_containers():
 def test_bad_config_raises_config_error_naming_the_key(kwargs, match):
     with pytest.raises(ConfigError, match=match):
         PDDLEnv(**kwargs)
+
+
+def test_an_unknown_key_is_refused():
+    with pytest.raises(TypeError, match="colour"):  # the config check names it first
+        PDDLEnv(colour="red")
 
 
 def test_problems_dir_without_domain_files(tmp_path):

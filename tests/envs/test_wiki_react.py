@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from memarena.core import Episode
 from memarena.core.errors import ConfigError
-from memarena.core.protocols import Episode
 from memarena.core.types import Task
 from memarena.envs.wiki import ContextWiki, LocalWiki, ReplayWiki, SearchCache, smoke_wiki
 from memarena.envs.wiki.answers import exact_match, normalize_answer

@@ -17,17 +17,20 @@ from memarena.llm.cache import CallCache
 
 
 class EchoBackbone(BackboneBase):
-    """A test engine: echoes the last message; records what reached the engine."""
+    """A test engine: echoes the last message (or the reply scripted for it in ``replies``);
+    records what reached the engine."""
 
-    def __init__(self, cache_path=None, name="echo", model="echo-v1"):
+    def __init__(self, cache_path=None, name="echo", model="echo-v1", replies=None):
         super().__init__(name=name, cache_model=model, cache_path=cache_path)
         self.engine_batches: list[list[str]] = []
+        self.replies = dict(replies or {})
 
     def _generate(self, requests):
         self.engine_batches.append([r.messages[-1]["content"] for r in requests])
         out = []
         for r in requests:
-            text = r.meta.get("reply", r.messages[-1]["content"])
+            prompt = r.messages[-1]["content"]
+            text = self.replies.get(prompt, prompt)
             out.append(Completion(text=text, prompt_tokens=10, completion_tokens=3))
         return out
 
@@ -83,24 +86,29 @@ def test_without_cache_every_request_reaches_the_engine():
     assert bb.generate([]) == [] and bb.usage.calls == 2
 
 
-def test_meta_outside_the_cache_keys_does_not_split_entries(tmp_path):
+def test_every_request_field_is_part_of_the_key(tmp_path):
+    """A request holds only what the model is asked (no expert or bookkeeping fields), so any
+    field that differs is another entry and an identical request is a hit."""
     bb = EchoBackbone(tmp_path / "c.sqlite")
-    bb.generate([req("a", meta={"trace_id": 1})])
-    out = bb.generate([req("a", meta={"trace_id": 2})])
-    assert out[0].cached
+    bb.generate([req("a")])
+    out = bb.generate([req("a"), req("a", max_tokens=7), req("a", stop=["\n"])])
+    assert [c.cached for c in out] == [True, False, False]
+    assert "meta" not in ChatRequest.__dataclass_fields__
 
 
 def test_fallbacks_are_counted_for_every_request_and_logged_once(tmp_path, caplog):
-    bb = EchoBackbone(tmp_path / "c.sqlite")
+    bb = EchoBackbone(
+        tmp_path / "c.sqlite", replies={"ok": '{"n": 3}', "pick": " right ", "pick2": "up"}
+    )
     schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
     with caplog.at_level(logging.WARNING, logger="memarena.llm.base"):
         out = bb.generate(
             [
                 req("bad1", json_schema=schema),
                 req("bad2", json_schema=schema),
-                req("ok", json_schema=schema, meta={"reply": '{"n": 3}'}),
-                req("pick", choices=["left", "right"], meta={"reply": " right "}),
-                req("pick2", choices=["left", "right"], meta={"reply": "up"}),
+                req("ok", json_schema=schema),
+                req("pick", choices=["left", "right"]),
+                req("pick2", choices=["left", "right"]),
             ]
         )
     assert [c.fallback for c in out] == [

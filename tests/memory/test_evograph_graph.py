@@ -27,7 +27,6 @@ class ScriptedLLM:
     """LLM double: answers the n-th request with the n-th scripted text, records requests."""
 
     name = "scripted"
-    is_llm = True
 
     def __init__(self, outputs: list[str | dict]) -> None:
         self.outputs = [o if isinstance(o, str) else json.dumps(o) for o in outputs]

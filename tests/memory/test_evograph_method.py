@@ -11,9 +11,8 @@ import pytest
 from doubles import FakeEmbedder, FakeLLM
 
 from conftest import run_py
-from memarena.core import ConfigError
+from memarena.core import ConfigError, MemoryServices
 from memarena.core.types import Feedback, MemoryQuery, Observation, Outcome, Step, Task, Trajectory
-from memarena.memory.base import MemoryServices
 from memarena.memory.evograph import EvoGraphMem
 
 GOAL = "v:1,0,0"  # FakeEmbedder: every task with this goal embeds identically (all linked)

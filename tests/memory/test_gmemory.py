@@ -13,13 +13,13 @@ from conftest import run_py
 from memarena.core import (
     Feedback,
     MemoryQuery,
+    MemoryServices,
     Observation,
     Outcome,
     Step,
     Task,
     Trajectory,
 )
-from memarena.memory.base import MemoryServices
 from memarena.memory.gmemory import GMemory
 from memarena.memory.gmemory.insights import InsightGraph, maintain, merge_groups
 from memarena.memory.gmemory.interaction import (

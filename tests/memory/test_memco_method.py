@@ -199,7 +199,7 @@ def test_snapshot_from_without_a_snapshot_is_named(tmp_path):
     proc = run_py(["method=memco", "env=pddl", "backbone=scripted", "logger=none",
                    f"paths.results_dir={tmp_path}", f"protocol.snapshot_from={tmp_path}/nope"])
     assert proc.returncode == 2
-    assert "holds no complete memory snapshot" in proc.stdout + proc.stderr
+    assert "has no complete memory snapshot" in proc.stdout + proc.stderr
 
 
 @pytest.mark.parametrize("env", ["alfworld", "fever"])

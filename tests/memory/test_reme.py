@@ -16,13 +16,13 @@ from memarena.core import (
     MemoryContext,
     MemoryFrozenError,
     MemoryQuery,
+    MemoryServices,
     Observation,
     Outcome,
     Step,
     Task,
     Trajectory,
 )
-from memarena.memory.base import MemoryServices
 from memarena.memory.reme import Experience, ReMe
 
 VOCAB = ("file", "folder", "stock", "price", "car", "fuel", "message", "ticket")
@@ -192,7 +192,7 @@ def test_no_retrieval_during_acquisition_by_default():
     memory = _stocked()
     memory.begin_phase("acquire")
     assert memory.retrieve(_query("stock price")).memory_ids == []
-    memory.retrieve_during_acquisition = True
+    memory.retrieves_during_acquisition = True
     assert memory.retrieve(_query("stock price")).memory_ids
 
 

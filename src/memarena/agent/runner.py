@@ -1,19 +1,18 @@
 """The batched episode runner.
 
-Up to ``concurrency`` episodes are stepped in lockstep: at every step the runner builds one chat
-request per active episode and makes a single ``backbone.generate`` call for all of them (a
-padded HF batch, a vLLM batch, concurrent HTTP requests). When an episode ends its slot is
-refilled from the queue. An episode whose env raises (crash, timeout, bad state) ends with
-status ``error`` and its error text; the other episodes go on.
+Up to ``concurrency`` episodes are stepped in lockstep: at every step the runner builds one
+decision (a chat request) per active episode and makes a single ``policy.decide`` call for all
+of them (one padded HF batch, a vLLM batch, concurrent HTTP requests). When an episode ends
+its slot is refilled from the queue. An episode whose env raises (crash, timeout, bad state)
+ends with status ``error`` and its error text; the other episodes go on.
 
-Two optional Episode hooks, looked up with ``getattr``:
-
-- ``parse_reply(text) -> str``: turns a free-text completion into the action string for
-  ``step`` (an env whose actions span several lines or come as tool-call blocks). Without it,
-  :func:`~memarena.agent.parse.parse_action` keeps one line. Constrained choices never go
-  through it.
-- ``details() -> dict``: called as the episode ends (before ``close``); the dict is kept as
-  :attr:`EpisodeResult.details` for error analysis. A failing hook is logged, never raised.
+The decision-maker is a :class:`~memarena.agent.policy.Policy` (an LLM over a backbone, or the
+env's expert); the runner hands it one :class:`~memarena.agent.policy.Decision` per active
+episode and never asks which kind it is. Episode hooks (:class:`~memarena.core.env.Episode`):
+``parse_reply`` turns a free-text reply into an action (None: one line, matched to the
+admissible actions by :func:`~memarena.agent.parse.parse_action`; constrained choices never go
+through it); ``details`` is kept as :attr:`EpisodeResult.details` as the episode ends (a failing
+hook is logged, never raised).
 """
 
 from __future__ import annotations
@@ -28,9 +27,9 @@ from dataclasses import dataclass, field
 from tqdm.auto import tqdm
 
 from memarena.agent.parse import parse_action
+from memarena.agent.policy import Decision, Policy
 from memarena.agent.prompts import build_messages
 from memarena.core import (
-    Backbone,
     ChatRequest,
     Completion,
     Env,
@@ -103,23 +102,24 @@ class EpisodeRunner:
     def __init__(
         self,
         env: Env,
-        backbone: Backbone,
+        policy: Policy,
         memory: MemoryMethod,
         settings: RunnerSettings,
         *,
         phase: str = "eval",
         run: int = 0,
         progress_bar: bool = True,
+        retrieve: bool = True,
     ) -> None:
         self.env = env
-        self.backbone = backbone
+        self.policy = policy
         self.memory = memory
         self.s = settings
         self.phase = phase
         self.run_index = run
         self.progress_bar = progress_bar
-        # Only a non-LLM policy (the scripted expert) needs the expert's action per step.
-        self._needs_expert = not backbone.is_llm
+        self.retrieve = retrieve  # False: the memory is not read (a method that does not read
+        # its memory while acquiring); episodes see no memory slots
         self._runs: list[int] | None = None
 
     # --------------------------------------------------------------------------------------
@@ -185,7 +185,8 @@ class EpisodeRunner:
             obs = episode.reset()
             run = self._runs[order] if self._runs is not None else self.run_index
             live = _Live(order, task, episode, obs, Trajectory(task, obs.text), run, started=t0)
-            live.memory = self.memory.retrieve(MemoryQuery(task=task, observation=obs))
+            if self.retrieve:
+                live.memory = self.memory.retrieve(MemoryQuery(task=task, observation=obs))
             live.trajectory.memory_ids = list(live.memory.memory_ids)
             return live
         except Exception as exc:  # env failed to start: record and go on
@@ -196,10 +197,10 @@ class EpisodeRunner:
             outcome = Outcome(False, 0.0, 0, "error", error=_error_text(exc))
             return EpisodeResult(traj, outcome, time.perf_counter() - t0, order)
 
-    def _request(self, item: _Live) -> ChatRequest:
+    def _decision(self, item: _Live) -> Decision:
         obs = item.observation
         step = len(item.trajectory.steps)
-        if self.memory.granularity == "step" and step > 0:
+        if self.retrieve and self.memory.granularity == "step" and step > 0:
             query = MemoryQuery(
                 task=item.task,
                 observation=obs,
@@ -225,40 +226,33 @@ class EpisodeRunner:
             show_actions=choices is None and bool(obs.admissible_actions),
         )
         key = f"{self.phase}:{item.run}:{item.task.id}:{step}"
-        meta: dict[str, object] = {"episode_key": key}
-        if self._needs_expert:
-            meta["expert_action"] = item.episode.expert_action()
-            noise = getattr(item.episode, "noise_actions", None)
-            if choices is None and noise is not None:
-                # Free-text envs (ReAct QA): the scripted backbone's noise draws from these.
-                meta["alternatives"] = list(noise())
-        return ChatRequest(
+        request = ChatRequest(
             messages=messages,
             choices=choices,
             temperature=self.s.temperature,
             max_tokens=self.s.max_tokens,
             seed=stable_seed(self.s.seed, key),
-            meta=meta,
         )
+        return Decision(request, item.episode, key)
 
     def _step_all(self, live: list[_Live]) -> list[_Live]:
         """One lockstep: a request per live episode, one batched call, one env step each."""
         ended: list[_Live] = []
-        requests: list[ChatRequest] = []
+        decisions: list[Decision] = []
         asking: list[_Live] = []
         for item in live:
             try:
-                requests.append(self._request(item))
+                decisions.append(self._decision(item))
                 asking.append(item)
             except Exception as exc:
                 self._fail(item, exc)
                 ended.append(item)
-        completions = self.backbone.generate(requests) if requests else []
-        for item, request, completion in zip(asking, requests, completions, strict=True):
+        completions = self.policy.decide(decisions) if decisions else []
+        for item, decision, completion in zip(asking, decisions, completions, strict=True):
             item.prompt_tokens += completion.prompt_tokens
             item.completion_tokens += completion.completion_tokens
             try:
-                action = self._action(item, request, completion)
+                action = self._action(item, decision.request, completion)
                 result = item.episode.step(action)
             except Exception as exc:
                 self._fail(item, exc)
@@ -290,12 +284,12 @@ class EpisodeRunner:
 
     @staticmethod
     def _action(item: _Live, request: ChatRequest, completion: Completion) -> str:
-        """The chosen choice, else the episode's ``parse_reply`` hook, else ``parse_action``."""
+        """The chosen choice, else the episode's ``parse_reply``, else ``parse_action``."""
         if completion.choice_index is not None and request.choices:
             return request.choices[completion.choice_index]
-        parse_reply = getattr(item.episode, "parse_reply", None)
-        if parse_reply is not None:
-            return parse_reply(completion.text)
+        parsed = item.episode.parse_reply(completion.text)
+        if parsed is not None:
+            return parsed
         return parse_action(completion.text, item.observation.admissible_actions)
 
     def _fail(self, item: _Live, exc: BaseException) -> None:
@@ -328,11 +322,8 @@ class EpisodeRunner:
 
     @staticmethod
     def _details(episode: Episode) -> dict | None:
-        hook = getattr(episode, "details", None)
-        if hook is None:
-            return None
         try:
-            details = hook()
+            details = episode.details()
             return dict(details) if details is not None else None
         except Exception as exc:  # details are for analysis only: never take the run down
             log.warning("episode details failed: %s", exc)

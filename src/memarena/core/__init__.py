@@ -1,8 +1,12 @@
-"""Plain data types and interfaces shared by every part of memarena (depends on nothing)."""
+"""Plain data types and the contracts everything plugs into (depends on nothing else here):
+:mod:`~memarena.core.env` (benchmarks), :mod:`~memarena.core.memory` (memory methods),
+:mod:`~memarena.core.protocols` (LLM backbones, embedders)."""
 
+from memarena.core.env import DEFAULT_MAX_TOKENS, Env, EnvPrompt, Episode
 from memarena.core.errors import ConfigError, MemarenaError, MemoryFrozenError
 from memarena.core.llm_types import ChatRequest, Completion, Message
-from memarena.core.protocols import Backbone, Embedder, Env, EnvPrompt, Episode, MemoryMethod
+from memarena.core.memory import MemoryMethod, MemoryServices
+from memarena.core.protocols import Backbone, Embedder
 from memarena.core.types import (
     EPISODE_STATUSES,
     Feedback,
@@ -18,6 +22,7 @@ from memarena.core.types import (
 )
 
 __all__ = [
+    "DEFAULT_MAX_TOKENS",
     "EPISODE_STATUSES",
     "Backbone",
     "ChatRequest",
@@ -33,6 +38,7 @@ __all__ = [
     "MemoryFrozenError",
     "MemoryMethod",
     "MemoryQuery",
+    "MemoryServices",
     "Message",
     "Observation",
     "Outcome",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 Message = dict[str, str]  # {"role": "system"|"user"|"assistant", "content": "..."}
@@ -19,11 +19,8 @@ class ChatRequest:
     - ``json_schema``: the completion must be a JSON document matching this schema.
 
     ``seed`` makes sampling reproducible and is part of the cache key, so two samples of the
-    same prompt at temperature > 0 (ReMe's N=8) are different cache entries.
-
-    ``meta`` carries non-prompt information that only some backbones use; the scripted
-    backbone reads ``meta["expert_action"]`` and ``meta["episode_key"]``. It is not part of the
-    cache key except for the keys listed in ``CACHE_META_KEYS``.
+    same prompt at temperature > 0 (ReMe's N=8) are different cache entries. Every field is
+    part of the cache key: a request holds nothing but what the model is asked.
     """
 
     messages: list[Message]
@@ -34,7 +31,6 @@ class ChatRequest:
     top_p: float = 1.0
     max_tokens: int = 128
     seed: int = 0
-    meta: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.choices is not None and self.json_schema is not None:
@@ -45,12 +41,9 @@ class ChatRequest:
     def cache_key(self, model: str) -> str:
         """Stable key of (model, request) for the persistent call cache."""
         body = asdict(self)
-        body["meta"] = {k: self.meta[k] for k in CACHE_META_KEYS if k in self.meta}
         blob = json.dumps({"model": model, "request": body}, sort_keys=True, ensure_ascii=False)
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
-
-CACHE_META_KEYS = ("expert_action", "episode_key")
 
 
 @dataclass

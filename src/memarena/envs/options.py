@@ -1,8 +1,8 @@
-"""Config checks shared by every env constructor (Hydra passes each config key as a kwarg)."""
+"""Config checks shared by env constructors (Hydra passes each config key as a kwarg)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
@@ -17,15 +17,9 @@ def plain(value: Any) -> Any:
     return value
 
 
-def check_common(
-    env: str, unknown: Mapping[str, Any], options: Iterable[str], step_budget: Any
-) -> int:
-    """Reject unknown keys (naming the valid ones) and a bad step budget; return the budget."""
-    if unknown:
-        raise ConfigError(
-            f"memarena: env.{sorted(unknown)[0]} is not an option of env={env}; valid "
-            f"options: {', '.join(options)}."
-        )
+def check_step_budget(step_budget: Any) -> int:
+    """``env.step_budget`` as an int >= 1, else a ConfigError. (Unknown keys never reach an env
+    constructor: the pipeline checks every config key against the signature first.)"""
     if not isinstance(step_budget, int) or isinstance(step_budget, bool) or step_budget < 1:
         raise ConfigError(f"memarena: env.step_budget={step_budget!r} must be an int >= 1.")
     return step_budget

@@ -6,13 +6,12 @@
   ``vllm serve``, llama.cpp), concurrent async requests with retries and structured output.
 - ``VLLMBackbone`` (``memarena.llm.vllm_engine``): vLLM's offline engine, one batched call per
   step, guided decoding; GPUs, or vLLM's CPU build with the embedded model.
-- ``ScriptedBackbone`` (``memarena.llm.scripted``): the env's expert with epsilon noise; not an
-  LLM (``is_llm = False``).
 - ``BackboneBase`` (``memarena.llm.base``): call cache, constraint checks and usage accounting
   shared by every engine; ``CallCache`` (``memarena.llm.cache``): the SQLite call cache.
 
-``HFBackbone``, ``OpenAIBackbone`` and ``VLLMBackbone`` are imported lazily, so the scripted
-backbone does not pay for torch, ``openai`` or ``vllm``.
+Backbones are pure LLMs: the env's expert with noise (``backbone=scripted``) is a policy,
+``memarena.agent.policy.ExpertPolicy``. ``HFBackbone``, ``OpenAIBackbone`` and ``VLLMBackbone``
+are imported lazily, so importing this package does not pay for torch, ``openai`` or ``vllm``.
 """
 
 from __future__ import annotations
@@ -21,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 
 from memarena.llm.base import BackboneBase, check_constraints, json_matches_schema
 from memarena.llm.cache import CallCache
-from memarena.llm.scripted import ScriptedBackbone
 
 if TYPE_CHECKING:
     from memarena.llm.hf import HFBackbone
@@ -33,7 +31,6 @@ __all__ = [
     "CallCache",
     "HFBackbone",
     "OpenAIBackbone",
-    "ScriptedBackbone",
     "VLLMBackbone",
     "check_constraints",
     "json_matches_schema",

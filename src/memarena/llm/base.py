@@ -29,12 +29,10 @@ log = logging.getLogger(__name__)
 class BackboneBase(ABC):
     """Cache lookup, constraint checks and usage accounting around an engine's ``_generate``.
 
-    Subclasses set ``name`` and ``is_llm`` and implement ``_generate(requests)``, which returns
+    Subclasses set ``name`` and implement ``_generate(requests)``, which returns
     one completion per request, in order. ``cache_model`` is the model identity that goes into
     every cache key: two backbones share cache entries exactly when it is equal.
     """
-
-    is_llm: bool = True
 
     def __init__(self, *, name: str, cache_model: str, cache_path: str | Path | None) -> None:
         self.name = name

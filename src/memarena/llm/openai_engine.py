@@ -290,7 +290,6 @@ def quiet_http_logs() -> None:
 class OpenAIBackbone(BackboneBase):
     """A chat model behind an OpenAI-compatible HTTP API; see the module docstring."""
 
-    is_llm = True
 
     def __init__(
         self,

@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from memarena.core.env import Env, EnvPrompt
 from memarena.core.errors import ConfigError
-from memarena.core.protocols import EnvPrompt
 from memarena.core.types import Task
 from memarena.envs.alfworld import prompts
 from memarena.envs.alfworld.episode import AlfWorldEpisode
@@ -30,24 +30,12 @@ from memarena.envs.alfworld.official import (
     split_root,
 )
 from memarena.envs.alfworld.scenes import DOMAINS, TASK_TYPES
-from memarena.envs.options import check_common, choose_names, plain
+from memarena.envs.options import check_step_budget, choose_names, plain
 
 log = logging.getLogger(__name__)
 
 SPLITS = (*OFFICIAL_SPLITS, "test")
 SPLIT_ALIASES = {"familiar": "valid_seen", "held_out": "valid_unseen"}
-OPTIONS = (
-    "name",
-    "step_budget",
-    "data_path",
-    "task_list",
-    "domains",
-    "task_types",
-    "test_splits",
-    "cache_dir",
-    "suite",
-    "seed",
-)
 SUITE_DEFAULTS = {
     "n_train": 8,
     "n_valid_seen": 4,
@@ -60,8 +48,8 @@ SUITE_DEFAULTS = {
 }
 
 
-class AlfWorldEnv:
-    """ALFWorld behind the :class:`~memarena.core.protocols.Env` protocol.
+class AlfWorldEnv(Env):
+    """ALFWorld behind the :class:`~memarena.core.env.Env` contract.
 
     Args:
         name: env name in task ids and results (``alfworld``).
@@ -91,10 +79,9 @@ class AlfWorldEnv:
         cache_dir: str | None = None,
         suite: Mapping[str, Any] | None = None,
         seed: int = 0,
-        **unknown: Any,
     ) -> None:
         self.name = str(name)
-        step_budget = check_common("alfworld", unknown, OPTIONS, step_budget)
+        step_budget = check_step_budget(step_budget)
         self.step_budget = step_budget
         self._domains = choose_names("domains", domains, DOMAINS)
         self._task_types = choose_names("task_types", task_types, tuple(TASK_TYPES))

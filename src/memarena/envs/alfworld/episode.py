@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from memarena.core.env import Episode
 from memarena.core.types import Feedback, Observation, StepResult, Task
 from memarena.envs.alfworld.engine import private_random_state, seeded_global_random, start_game
 
@@ -89,7 +90,7 @@ def subgoals(
     return [holding or bool(placed), bool(placed)]
 
 
-class AlfWorldEpisode:
+class AlfWorldEpisode(Episode):
     """An episode over one game folder (``task.payload["game_file"]``)."""
 
     def __init__(self, task: Task, seed: int = 0) -> None:

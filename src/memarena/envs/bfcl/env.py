@@ -19,32 +19,21 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
+from memarena.core.env import Env, EnvPrompt
 from memarena.core.errors import ConfigError
-from memarena.core.protocols import EnvPrompt
 from memarena.core.types import Task
 from memarena.envs.bfcl.data import CATEGORIES, index_of, load_category
 from memarena.envs.bfcl.episode import BfclEpisode
 from memarena.envs.bfcl.prompts import ACTION_FORMATS, DOC_FORMATS, system_for
-from memarena.envs.options import check_common, choose_names
+from memarena.envs.options import check_step_budget, choose_names
 
 SPLITS = ("train", "test")
 MAX_TOKENS = 256  # agent reply budget when protocol.max_tokens is null: call lists are long
-OPTIONS = (
-    "name",
-    "step_budget",
-    "categories",
-    "n_train",
-    "seed",
-    "text_ends_turn",
-    "turn_step_limit",
-    "call_format",
-    "doc_format",
-)
 CALL_FORMATS = tuple(ACTION_FORMATS)
 
 
-class BfclEnv:
-    """BFCL v3 multi-turn behind the :class:`~memarena.core.protocols.Env` protocol.
+class BfclEnv(Env):
+    """BFCL v3 multi-turn behind the :class:`~memarena.core.env.Env` contract.
 
     Args:
         name: env name in task ids and results.
@@ -71,9 +60,8 @@ class BfclEnv:
         turn_step_limit: int | None = 20,
         call_format: str = "python",
         doc_format: str = "json",
-        **unknown: Any,
     ) -> None:
-        self.step_budget = check_common("bfcl", unknown, OPTIONS, step_budget)
+        self.step_budget = check_step_budget(step_budget)
         self.max_tokens = MAX_TOKENS
         self.name = str(name)
         self.categories = choose_names("categories", categories, CATEGORIES)

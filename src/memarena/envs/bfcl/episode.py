@@ -33,6 +33,7 @@ import re
 import uuid
 from typing import Any
 
+from memarena.core.env import Episode
 from memarena.core.types import Feedback, Observation, StepResult, Task
 from memarena.envs.bfcl.prompts import RELEASE_MESSAGE, render_functions
 
@@ -226,7 +227,7 @@ def _forget(prefix: str) -> None:
         del cache[key]
 
 
-class BfclEpisode:
+class BfclEpisode(Episode):
     """One task. ``text_ends_turn``: a reply that decodes into no calls ends the turn (as the
     package's handler does) instead of being an invalid action. ``turn_step_limit``: the
     episode ends once the steps within one turn exceed it (None: no limit). ``call_format``

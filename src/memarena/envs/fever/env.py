@@ -10,7 +10,7 @@ from memarena.envs.fever.partition import read_claims
 from memarena.envs.fever.prompts import ACTION_FORMAT, FEWSHOT, SYSTEM
 from memarena.envs.wiki.answers import FEVER_LABELS
 from memarena.envs.wiki.backends import WikiBackend
-from memarena.envs.wiki.env import COMMON_OPTIONS, WikiQAEnv
+from memarena.envs.wiki.env import WikiQAEnv
 
 
 class FeverEnv(WikiQAEnv):
@@ -36,7 +36,6 @@ class FeverEnv(WikiQAEnv):
     datasets = ("smoke", "official", "memco")
     needs_path = frozenset({"official"})
     file_hint = "an official FEVER jsonl (e.g. shared_task_dev.jsonl or G-Memory's fever_dev.jsonl)"
-    options = (*COMMON_OPTIONS, "partition_path")
     system = SYSTEM
     action_format = ACTION_FORMAT
     fewshot_examples = FEWSHOT
@@ -54,11 +53,10 @@ class FeverEnv(WikiQAEnv):
         partition_path: str | None = None,
         fewshot: int | None = 3,
         search_sentences: int | None = 5,
-        **unknown: Any,
     ) -> None:
         super().__init__(
             wiki, name, step_budget, dataset, path, train_path, num_test, num_train, fewshot,
-            search_sentences, unknown,
+            search_sentences,
         )  # fmt: skip
         self.partition_path = partition_path
 

@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from memarena.core import Backbone
 from memarena.core.errors import ConfigError
 from memarena.core.llm_types import ChatRequest
 
@@ -296,10 +297,10 @@ class LLMLabeller:
     name = "llm"
 
     def __init__(self, backbone: Any, batch_size: int = 32, max_tokens: int = 64) -> None:
-        if not getattr(backbone, "is_llm", False):
+        if not isinstance(backbone, Backbone):
             raise ConfigError(
-                f"memarena: LLMLabeller needs an LLM backbone; {getattr(backbone, 'name', '?')} "
-                "is not one (backbone=scripted only replays experts)."
+                f"memarena: LLMLabeller needs an LLM backbone; {type(backbone).__name__} is not "
+                "one (backbone=scripted is the env's expert, not a model)."
             )
         if batch_size < 1:
             raise ConfigError(f"memarena: batch_size={batch_size} must be >= 1.")

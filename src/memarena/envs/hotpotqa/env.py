@@ -10,7 +10,7 @@ from memarena.envs.hotpotqa import loader
 from memarena.envs.hotpotqa.prompts import ACTION_FORMAT, FEWSHOT, SYSTEM
 from memarena.envs.wiki.answers import normalize_answer
 from memarena.envs.wiki.backends import WikiBackend
-from memarena.envs.wiki.env import COMMON_OPTIONS, WikiQAEnv
+from memarena.envs.wiki.env import WikiQAEnv
 
 PARTITIONS = ("type", "none")
 
@@ -35,7 +35,6 @@ class HotpotQAEnv(WikiQAEnv):
     datasets = ("smoke", "distractor", "fullwiki")
     needs_path = frozenset({"distractor", "fullwiki"})
     file_hint = "an official HotpotQA json (e.g. hotpot_dev_distractor_v1.json)"
-    options = (*COMMON_OPTIONS, "partition")
     system = SYSTEM
     action_format = ACTION_FORMAT
     fewshot_examples = FEWSHOT
@@ -53,11 +52,10 @@ class HotpotQAEnv(WikiQAEnv):
         partition: str = "type",
         fewshot: int | None = 2,
         search_sentences: int | None = 5,
-        **unknown: Any,
     ) -> None:
         super().__init__(
             wiki, name, step_budget, dataset, path, train_path, num_test, num_train, fewshot,
-            search_sentences, unknown,
+            search_sentences,
         )  # fmt: skip
         if partition not in PARTITIONS:
             raise ConfigError(f"memarena: env.partition={partition!r}; valid: {list(PARTITIONS)}.")

@@ -14,10 +14,10 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from memarena.core.env import Env, EnvPrompt
 from memarena.core.errors import ConfigError
-from memarena.core.protocols import EnvPrompt
 from memarena.core.types import Task
-from memarena.envs.options import check_common, choose_names, plain
+from memarena.envs.options import check_step_budget, choose_names, plain
 from memarena.envs.pddl.agentboard import load_folder
 from memarena.envs.pddl.episode import PDDLEpisode
 from memarena.envs.pddl.generators import canonical_key, generate_splits, resolve_sizes
@@ -35,18 +35,6 @@ from memarena.envs.pddl.specs import (
 log = logging.getLogger(__name__)
 
 SPLITS = ("train", "test")
-OPTIONS = (
-    "name",
-    "step_budget",
-    "domains",
-    "n_train",
-    "n_test",
-    "seed",
-    "sizes",
-    "problems_dir",
-    "problem_order",
-    "planner",
-)
 # hFF plateaus on barman; its goal agenda with hAdd is fast and close to optimal.
 DEFAULT_DOMAIN_STRATEGIES = {"barman": ("agenda_add",)}
 
@@ -99,8 +87,8 @@ def _planner_configs(planner: Any, domains: Sequence[str]) -> dict[str, PlannerC
         raise ConfigError(f"memarena: env.planner: {exc}.") from None
 
 
-class PDDLEnv:
-    """The PDDL benchmark behind the :class:`~memarena.core.protocols.Env` protocol.
+class PDDLEnv(Env):
+    """The PDDL benchmark behind the :class:`~memarena.core.env.Env` contract.
 
     Args:
         name: env name written into task ids and results (``pddl``).
@@ -130,10 +118,9 @@ class PDDLEnv:
         problems_dir: str | None = None,
         problem_order: str = "lexicographic",
         planner: Mapping[str, Any] | None = None,
-        **unknown: Any,
     ) -> None:
         self.name = str(name)
-        step_budget = check_common("pddl", unknown, OPTIONS, step_budget)
+        step_budget = check_step_budget(step_budget)
         self.step_budget = step_budget
         self._domains = choose_names(
             "domains", domains, DOMAIN_NAMES, " (AgentBoard's 'blockworld' is 'blocksworld' here)"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from memarena.core.env import Episode
 from memarena.core.types import Feedback, Observation, StepResult, Task
 from memarena.envs.pddl.planner import PlannerConfig, get_expert
 from memarena.envs.pddl.render import describe_change, describe_state, goal_text
@@ -25,7 +26,7 @@ from memarena.envs.pddl.specs import (
 DONE_MESSAGE = "The goal is already reached; the episode is over."
 
 
-class PDDLEpisode:
+class PDDLEpisode(Episode):
     """Episode over a grounded problem; ``progress`` is the best goal fraction seen so far."""
 
     def __init__(

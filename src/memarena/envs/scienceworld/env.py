@@ -15,10 +15,10 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from memarena.core.env import Env, EnvPrompt
 from memarena.core.errors import ConfigError
-from memarena.core.protocols import EnvPrompt
 from memarena.core.types import Task
-from memarena.envs.options import check_common, plain
+from memarena.envs.options import check_step_budget, plain
 from memarena.envs.scienceworld.catalog import Catalog
 from memarena.envs.scienceworld.episode import ScienceWorldEpisode
 from memarena.envs.scienceworld.prompts import ACTION_FORMAT, FEWSHOT, SYSTEM
@@ -36,24 +36,6 @@ from memarena.envs.scienceworld.tasks import (
 log = logging.getLogger(__name__)
 
 SPLITS = ("train", "dev", "test")
-OPTIONS = (
-    "name",
-    "step_budget",
-    "jvm_memory",
-    "task_names",
-    "max_train_variations_per_task",
-    "max_test_variations_per_task",
-    "partition",
-    "simplification_str",
-    "task_list",
-    "train_task_list",
-    "max_admissible_actions",
-    "expert_in_actions",
-    "max_idle_jvms",
-    "describe_tasks",
-    "cache_dir",
-    "progress",
-)
 PROGRESS = ("score", "subgoals")
 
 
@@ -67,8 +49,8 @@ def _cap(name: str, value: Any) -> int | None:
     return value
 
 
-class ScienceWorldEnv:
-    """ScienceWorld behind the :class:`~memarena.core.protocols.Env` protocol.
+class ScienceWorldEnv(Env):
+    """ScienceWorld behind the :class:`~memarena.core.env.Env` contract.
 
     Args:
         name: env name in task ids and results.
@@ -84,8 +66,8 @@ class ScienceWorldEnv:
             replace the test / train split.
         max_admissible_actions: cap on the admissible-action list of each observation.
         expert_in_actions: add the expert's next gold action to the admissible list when the
-            simulator's list lacks it (needed by the scripted backbone in choice mode; a hint
-            for an LLM, so turn it off for LLM runs in choice mode).
+            simulator's list lacks it (needed by the expert policy, backbone=scripted, in choice
+            mode; a hint for an LLM, so turn it off for LLM runs in choice mode).
         max_idle_jvms: idle simulators kept for reuse.
         describe_tasks: read each task's description from the simulator for ``Task.goal``
             (~30 ms a task, once; cached); off, ``Task.goal`` names only the task and variation
@@ -113,9 +95,8 @@ class ScienceWorldEnv:
         describe_tasks: bool = True,
         cache_dir: str | None = None,
         progress: str = "score",
-        **unknown: Any,
     ) -> None:
-        step_budget = check_common("scienceworld", unknown, OPTIONS, step_budget)
+        step_budget = check_step_budget(step_budget)
         if partition not in PARTITIONS:
             raise ConfigError(f"memarena: env.partition={partition!r}; valid: {list(PARTITIONS)}.")
         if progress not in PROGRESS:

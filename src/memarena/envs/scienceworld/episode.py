@@ -7,7 +7,7 @@
   tasks, actions on the agent itself dropped, one-object actions before two-object ones (those
   round-robin over templates), capped at ``max_actions`` and sorted; ``look around``,
   ``inventory`` and ``wait1`` are always there. With ``expert_in_actions`` the expert's next
-  gold action is added (in sorted position) when the list lacks it, so the scripted backbone's
+  gold action is added (in sorted position) when the list lacks it, so the expert policy's
   constrained choice can take it (the simulator accepts many spellings its list does not
   enumerate, e.g. ``examine X``, ``wait1``).
 - Progress: the best ``max(score, 0) / 100`` seen so far, or (``subgoals`` given: AgentBoard's
@@ -34,6 +34,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from memarena.core.env import Episode
 from memarena.core.types import Feedback, Observation, StepResult, Task
 from memarena.envs.scienceworld.simulator import Simulator, SimulatorError, SimulatorPool
 from memarena.envs.scienceworld.tasks import ELECTRICAL_TASKS
@@ -69,7 +70,7 @@ def _subgoal_matcher(subgoal: str) -> Callable[[str], bool]:
     return lambda text: literal in text or bool(pattern and pattern.search(text))
 
 
-class ScienceWorldEpisode:
+class ScienceWorldEpisode(Episode):
     def __init__(
         self,
         task: Task,

@@ -14,10 +14,10 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from memarena.core.env import Env, EnvPrompt
 from memarena.core.errors import ConfigError
-from memarena.core.protocols import EnvPrompt
 from memarena.core.types import Task
-from memarena.envs.options import check_common
+from memarena.envs.options import check_step_budget
 from memarena.envs.wiki.answers import exact_match
 from memarena.envs.wiki.backends import WikiBackend
 from memarena.envs.wiki.react import WikiEpisode
@@ -26,18 +26,6 @@ log = logging.getLogger(__name__)
 
 SPLITS = ("train", "test")
 SMOKE_WIKI = "smoke"
-COMMON_OPTIONS = (
-    "name",
-    "step_budget",
-    "wiki",
-    "dataset",
-    "path",
-    "train_path",
-    "num_test",
-    "num_train",
-    "fewshot",
-    "search_sentences",
-)
 
 
 def split_records(
@@ -65,7 +53,7 @@ def check_count(key: str, value: Any) -> int | None:
     return value
 
 
-class WikiQAEnv:
+class WikiQAEnv(Env):
     """Base of the ReAct Wikipedia benchmarks; subclasses read records and supply prompts.
 
     Subclasses set ``env``, ``datasets`` (``smoke`` first), ``needs_path`` (datasets read from
@@ -78,7 +66,6 @@ class WikiQAEnv:
     datasets: tuple[str, ...] = ("smoke",)
     needs_path: frozenset[str] = frozenset()
     file_hint: str = ""
-    options: tuple[str, ...] = ()
     system: str = ""
     action_format: str = ""
     fewshot_examples: tuple[str, ...] = ()
@@ -96,9 +83,8 @@ class WikiQAEnv:
         num_train: int | None,
         fewshot: int | None,
         search_sentences: int | None,
-        unknown: dict[str, Any],
     ) -> None:
-        self.step_budget = check_common(self.env, unknown, self.options, step_budget)
+        self.step_budget = check_step_budget(step_budget)
         if dataset not in self.datasets:
             raise ConfigError(f"memarena: env.dataset={dataset!r}; valid: {list(self.datasets)}.")
         if dataset in self.needs_path and not path:

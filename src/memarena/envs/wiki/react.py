@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from memarena.core.env import Episode
 from memarena.core.types import Feedback, Observation, StepResult, Task
 from memarena.envs.wiki.backends import SearchResult, WikiBackend, title_key
 
@@ -58,7 +59,7 @@ def search_observation(result: SearchResult, max_sentences: int | None) -> str:
     return " ".join(first[:max_sentences] if max_sentences else first)
 
 
-class WikiEpisode:
+class WikiEpisode(Episode):
     """A question or claim answered by searching a :class:`WikiBackend`.
 
     Args:
@@ -124,7 +125,7 @@ class WikiEpisode:
         return f"Finish[{self.answer}]"
 
     def noise_actions(self) -> list[str]:
-        """Plausible wrong actions for the scripted backbone's epsilon noise."""
+        """Plausible wrong actions for the expert policy's epsilon noise (backbone=scripted)."""
         words = [w.strip(".,?!'\"") for w in self.task.goal.split()]
         names = [w for w in words if w[:1].isupper()] or [w for w in words if w]
         out = [f"Finish[{a}]" for a in self.wrong_answers]

@@ -28,8 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from memarena.core import ConfigError, MemoryContext, MemoryQuery, Outcome, Trajectory
-from memarena.memory.base import BaseMemory
+from memarena.core import ConfigError, MemoryContext, MemoryMethod, MemoryQuery, Outcome, Trajectory
 from memarena.memory.gmemory import prompts
 from memarena.memory.gmemory.insights import InsightGraph, maintain, merge_groups
 from memarena.memory.gmemory.interaction import (
@@ -45,7 +44,7 @@ PURPOSES = ("key_steps", "insights", "merge")
 STORED_OBS_CHARS = 300
 
 
-class GMemory(BaseMemory):
+class GMemory(MemoryMethod):
     """G-Memory as ``method=gmemory`` (parameters in ``conf/method/gmemory.yaml``)."""
 
     name = "gmemory"

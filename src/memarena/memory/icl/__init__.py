@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memarena.core import MemoryContext, MemoryQuery, Outcome, Trajectory
-from memarena.memory.base import BaseMemory
+from memarena.core import MemoryContext, MemoryMethod, MemoryQuery, Outcome, Trajectory
 
 
 def render_demonstration(traj: Trajectory, max_steps: int) -> str:
@@ -22,9 +21,10 @@ def render_demonstration(traj: Trajectory, max_steps: int) -> str:
     return "\n".join(lines)
 
 
-class ICLMemory(BaseMemory):
+class ICLMemory(MemoryMethod):
     name = "icl"
     acquisition_policy = "expert"
+    retrieves_during_acquisition = False  # the expert acts; demonstrations are not shown to it
 
     def __init__(
         self,

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from memarena.core import ConfigError
-from memarena.memory.base import SNAPSHOT_FILE
+from memarena.core.memory import SNAPSHOT_FILE
 
 
 def load_snapshot(path: str | Path) -> dict[str, Any]:

@@ -24,8 +24,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from memarena.core import ConfigError, MemoryContext, MemoryQuery, Outcome, Trajectory
-from memarena.memory.base import BaseMemory
+from memarena.core import ConfigError, MemoryContext, MemoryMethod, MemoryQuery, Outcome, Trajectory
 from memarena.memory.memco.compose import compose, concat_context
 from memarena.memory.memco.global_memory import GlobalSnapshot, rebuild
 from memarena.memory.memco.graph import LocalGraph
@@ -85,7 +84,7 @@ class LocalMemory:
         return local
 
 
-class MemCo(BaseMemory):
+class MemCo(MemoryMethod):
     """MemCo as ``method=memco`` (parameters in ``conf/method/memco.yaml``)."""
 
     name = "memco"

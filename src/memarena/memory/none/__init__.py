@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from memarena.memory.base import BaseMemory
+from memarena.core import MemoryMethod
 
 
-class NoMemory(BaseMemory):
+class NoMemory(MemoryMethod):
     name = "none"
     learns = False

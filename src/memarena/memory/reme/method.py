@@ -36,11 +36,11 @@ from memarena.core import (
     ChatRequest,
     ConfigError,
     MemoryContext,
+    MemoryMethod,
     MemoryQuery,
     Outcome,
     Trajectory,
 )
-from memarena.memory.base import BaseMemory
 from memarena.memory.llm_calls import json_batch
 from memarena.memory.reme import prompts
 from memarena.memory.reme import summarizer as summ
@@ -58,7 +58,7 @@ def _choice(option: str, value: str, valid: Sequence[str]) -> str:
     return value
 
 
-class ReMe(BaseMemory):
+class ReMe(MemoryMethod):
     """ReMe as ``method=reme`` (parameters in ``conf/method/reme.yaml``)."""
 
     name = "reme"
@@ -118,9 +118,9 @@ class ReMe(BaseMemory):
         self.dedup_threshold = float(dedup_threshold)
         self.generalize_queries = bool(generalize_queries) or retrieval_key == "generalized_query"
         self.top_k, self.rerank_pool = int(top_k), max(int(rerank_pool), int(top_k))
-        self.retrieve_during_acquisition = bool(retrieve_during_acquisition)
+        self.retrieves_during_acquisition = bool(retrieve_during_acquisition)
         # without retrieval the pool is not read while acquiring: distil many tasks per batch
-        self.acquisition_observe_tasks = 1 if retrieve_during_acquisition else int(summary_batch)
+        self.acquisition_observe_tasks = int(summary_batch)
         self.rerank, self.rewrite = bool(rerank), bool(rewrite)
         self.reflection = bool(reflection)
         self.max_reflections = int(max_reflections) if self.reflection else 0
@@ -314,7 +314,7 @@ class ReMe(BaseMemory):
     # -- reuse ---------------------------------------------------------------------------------
     def retrieve(self, query: MemoryQuery) -> MemoryContext:
         task = query.task
-        if self.phase == "acquire" and not self.retrieve_during_acquisition:
+        if self.phase == "acquire" and not self.retrieves_during_acquisition:
             return MemoryContext.empty()
         self._calls += 1
         if self.top_k == 0 or not len(self.pool):

@@ -1,0 +1,128 @@
+"""The agent's decision-maker: a policy answers one :class:`Decision` per active episode.
+
+- :class:`LLMPolicy`: an LLM backbone answers the decisions' chat requests in one batched call.
+- :class:`ExpertPolicy`: the env's expert (``Episode.expert_action``) with epsilon noise, for
+  fast tests and pipeline checks (``backbone=scripted``); ICL's acquisition uses it with
+  epsilon 0. It is not an LLM: it makes no model call, costs no tokens, is named
+  ``scripted-expert-...`` in every result path and reports ``is_llm = False``.
+
+The runner builds every decision the same way and never asks what kind of policy it has; the
+backbones and the call cache know nothing about experts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from memarena.core import Backbone, ChatRequest, Completion, ConfigError, Episode, Usage
+
+
+@dataclass
+class Decision:
+    """One episode's next action to choose: the prompt an LLM would answer, the episode (for
+    the expert) and a stable key (``phase:run:task:step``) that seeds any random draw."""
+
+    request: ChatRequest
+    episode: Episode
+    key: str
+
+
+class Policy(ABC):
+    """``decide`` answers a batch of decisions, one completion each, in order."""
+
+    name: str
+    is_llm: bool
+    usage: Usage
+
+    @abstractmethod
+    def decide(self, decisions: Sequence[Decision]) -> list[Completion]: ...
+
+    def close(self) -> None:
+        return None
+
+
+class LLMPolicy(Policy):
+    """The backbone answers every decision's request; one batched ``generate`` per step."""
+
+    is_llm = True
+
+    def __init__(self, backbone: Backbone) -> None:
+        self.backbone = backbone
+        self.name = backbone.name
+
+    @property
+    def usage(self) -> Usage:  # type: ignore[override]
+        return self.backbone.usage
+
+    def decide(self, decisions: Sequence[Decision]) -> list[Completion]:
+        if not decisions:
+            return []
+        return self.backbone.generate([d.request for d in decisions])
+
+    def close(self) -> None:
+        self.backbone.close()
+
+
+class ExpertPolicy(Policy):
+    """The env's expert with noise: with probability ``epsilon``, or when the expert has no
+    action, a uniformly random choice among the request's ``choices`` (for free-text envs: the
+    episode's ``noise_actions``); otherwise the expert's action, typed as free text when it is
+    not among the choices (ScienceWorld's list misses some valid spellings, and an LLM's
+    choices must not leak the gold action). Each draw comes from a generator seeded by
+    ``(seed, decision key)``, so answers do not depend on batch order or concurrency."""
+
+    is_llm = False
+
+    def __init__(self, epsilon: float = 0.1, seed: int = 0, name: str | None = None) -> None:
+        if not 0.0 <= float(epsilon) <= 1.0:
+            raise ConfigError(
+                f"memarena: backbone.epsilon={epsilon} must lie in [0, 1] (the probability of a "
+                "uniformly random action instead of the expert's)."
+            )
+        name = name or f"scripted-expert-eps{float(epsilon):.2f}"
+        if not name.startswith("scripted"):
+            raise ConfigError(
+                f"memarena: backbone.name={name} must start with 'scripted' so results never pass "
+                "the scripted expert off as an LLM."
+            )
+        self.name = name
+        self.epsilon = float(epsilon)
+        self.seed = int(seed)
+        self.usage = Usage()
+
+    def decide(self, decisions: Sequence[Decision]) -> list[Completion]:
+        if decisions:
+            self.usage.calls += 1
+            self.usage.requests += len(decisions)
+        return [self._act(d) for d in decisions]
+
+    def _act(self, decision: Decision) -> Completion:
+        choices = decision.request.choices or decision.episode.noise_actions()
+        expert = decision.episode.expert_action()
+        rng = random.Random(self._stream(decision.key))
+        noisy = rng.random() < self.epsilon
+        if not noisy and expert is not None and expert not in (choices or ()):
+            return Completion(text=expert)
+        if not choices:  # no list to draw from and no expert action: an empty reply
+            return Completion(text=expert or "")
+        if noisy or expert is None:
+            index = rng.randrange(len(choices))
+        else:
+            index = choices.index(expert)
+        if decision.request.choices is None:  # a free-text env: the draw is typed
+            return Completion(text=choices[index])
+        return Completion(text=choices[index], choice_index=index)
+
+    def _stream(self, key: str) -> int:
+        digest = hashlib.sha256(f"{self.seed}\x1f{key}".encode()).digest()
+        return int.from_bytes(digest[:8], "big")
+
+
+def as_policy(agent: Policy | Backbone) -> Policy:
+    """What the ``backbone`` config group built, as a policy: an LLM backbone is wrapped in an
+    :class:`LLMPolicy`; a policy (``backbone=scripted``) is returned as it is."""
+    return agent if isinstance(agent, Policy) else LLMPolicy(agent)

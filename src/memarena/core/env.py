@@ -1,0 +1,110 @@
+"""The benchmark contract: an :class:`Env` lists tasks and opens :class:`Episode` objects.
+
+A benchmark author subclasses both. One Env object can have many episodes open at once (the
+batched runner steps ``protocol.concurrency`` of them in lockstep), so an episode owns all of
+its state. Envs never import models or memory methods.
+
+Required (abstract): ``Env.tasks``, ``Env.prompt``, ``Env.open``; ``Episode.reset``,
+``Episode.step``. Everything else has a default here that a benchmark overrides only when it
+needs to; the runner and the pipeline call these members directly, never probing with
+``getattr``.
+
+Construction: Hydra passes every key of ``conf/env/<name>.yaml`` (except ``_target_``) as a
+keyword argument, and the pipeline checks the keys against the constructor's signature before
+anything is built. So a constructor names every option it takes, and takes no ``**kwargs``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+from memarena.core.types import Observation, StepResult, Task
+
+DEFAULT_MAX_TOKENS = 48  # tokens per agent reply unless the protocol or the env sets more
+
+
+@dataclass
+class EnvPrompt:
+    """Per-benchmark prompt pieces used by the agent's prompt builder.
+
+    ``fewshot`` holds fixed demonstrations (text) that the env ships; memory methods add their
+    own slots next to it.
+    """
+
+    system: str
+    action_format: str
+    fewshot: list[str] = field(default_factory=list)
+
+
+class Episode(ABC):
+    """One task being played. ``task`` is set by the constructor."""
+
+    task: Task
+
+    @abstractmethod
+    def reset(self) -> Observation:
+        """The initial observation."""
+
+    @abstractmethod
+    def step(self, action: str) -> StepResult:
+        """Apply one action; a bad action is a normal step with ``valid_action=False``
+        feedback, not an exception (an exception ends the episode with status ``error``)."""
+
+    def close(self) -> None:
+        """Release what the episode holds (a game, a JVM slot, cached API instances)."""
+        return None
+
+    # -- optional hooks ------------------------------------------------------------------------
+    def expert_action(self) -> str | None:
+        """The expert's next action in the current state, or None when it has none. The expert
+        policy (``backbone=scripted``) and ICL's demonstrations use it."""
+        return None
+
+    def noise_actions(self) -> list[str]:
+        """Plausible wrong actions for the expert policy's epsilon noise when the observation
+        lists no admissible actions (free-text envs such as ReAct QA). None needed otherwise."""
+        return []
+
+    def parse_reply(self, text: str) -> str | None:
+        """Turn a free-text model reply into the action string for :meth:`step`, for envs whose
+        actions span several lines or come as tool-call blocks (BFCL). None (the default) lets
+        the runner keep one line, matched to the admissible actions. Constrained choices never
+        come here."""
+        return None
+
+    def details(self) -> dict | None:
+        """Called as the episode ends (before :meth:`close`): extra facts kept in the episode
+        record for error analysis (BFCL: the checker's verdict). A failing hook is logged."""
+        return None
+
+
+class Env(ABC):
+    """A benchmark. ``name`` goes into task ids and result paths; ``step_budget`` is the
+    default steps per episode (``protocol.step_budget`` overrides it); ``max_tokens`` the
+    default agent reply length (``protocol.max_tokens`` overrides it)."""
+
+    name: str
+    step_budget: int
+    max_tokens: int = DEFAULT_MAX_TOKENS
+
+    @abstractmethod
+    def tasks(self, split: str) -> list[Task]:
+        """Tasks of a split (``train`` or ``test``; envs may offer more)."""
+
+    def domains(self) -> list[str]:
+        """Source domains (MemCo: one agent per domain). Default: the domains of the tasks."""
+        seen = {t.domain: None for split in ("train", "test") for t in self.tasks(split)}
+        return list(seen)
+
+    @abstractmethod
+    def prompt(self, task: Task | None = None) -> EnvPrompt:
+        """Prompt pieces for a task (benchmarks with several domains describe only its own)."""
+
+    @abstractmethod
+    def open(self, task: Task) -> Episode:
+        """A new episode of ``task`` (not yet reset)."""
+
+    def close(self) -> None:
+        """Release what the env holds (JVMs, subprocesses); called once when the job ends."""
+        return None

@@ -1,0 +1,272 @@
+"""The memory-method contract: :class:`MemoryMethod`, and the models it may use.
+
+A method author's guide
+=======================
+
+A method is one sub-package ``memarena/memory/<name>/`` with a class that subclasses
+:class:`MemoryMethod`, plus one config file ``conf/method/<name>.yaml`` (``_target_`` and the
+paper's parameters). The pipeline drives every method through the members below and never
+branches on a method's name; a method knows benchmarks only by ``env_name`` and the normalised
+feedback in trajectories.
+
+Construction
+    ``__init__(self, <your parameters>, **kwargs)`` calling ``super().__init__(**kwargs)``.
+    Every key of the method's config (and of an ``ablation`` that sets ``method.*``) arrives
+    as a keyword argument; the pipeline checks the keys against the signatures along the
+    class's MRO before anything is built, so a misspelled key ends the run with a message.
+    Name each parameter explicitly; only pass ``**kwargs`` on to ``super().__init__``.
+    The pipeline adds ``services`` (the models below) and ``env_name``.
+
+Class attributes (set them on the class, or on the instance in ``__init__``)
+    ``name``, ``schema_version`` (bump it when the snapshot layout changes),
+    ``granularity``: ``"task"`` (retrieve once per episode) or ``"step"`` (before every step,
+    as MemCo), ``acquisition_policy``: ``"agent"`` (the agent acts on the train tasks) or
+    ``"expert"`` (the env's expert acts: ICL demonstrations), ``learns`` (False: no acquisition
+    phase at all, e.g. ``none``).
+
+Acquisition (train split)
+    The pipeline runs the train tasks and calls :meth:`observe_groups` with, per task, the
+    ``acquisition_samples`` trajectories it sampled at ``acquisition_temperature`` (None: the
+    protocol's). When ``retrieves_during_acquisition`` is True, tasks run in waves of
+    ``protocol.update_every`` and later waves see what earlier ones wrote; when False, the
+    memory is not read while acquiring, so tasks run at full concurrency and are observed
+    ``acquisition_observe_tasks`` at a time (so a method can batch its own LLM calls).
+    Implement :meth:`_observe` (one trajectory) or override :meth:`observe_groups`.
+
+Evaluation (test split)
+    :meth:`retrieve` returns a :class:`MemoryContext` (prompt slots + the ids of what was
+    shown). :meth:`eval_views` lists the views evaluation runs under (MemCo: one per agent)
+    and :meth:`set_view` selects one. With ``protocol.freeze_during_eval`` the pipeline calls
+    :meth:`freeze` first and :meth:`observe` is refused; otherwise the memory keeps learning,
+    every ``protocol.update_every`` tasks, and may ask for retries of failed tasks through
+    :meth:`reflect` / :meth:`observe_retry` (at most ``max_reflections``; ReMe).
+
+Snapshot
+    :meth:`save` / :meth:`load` write and read ``memory.json`` with ``name`` and
+    ``schema_version``; implement :meth:`state_dict` / :meth:`load_state_dict` (JSON values
+    only). Loading a snapshot must give a memory that answers exactly as the saved one did.
+
+Metrics and token accounting
+    :meth:`metrics` adds method numbers to ``metrics.json``; :meth:`count_retrieval` keeps
+    ``retrieval_calls`` / ``avg_mem_entries`` (see :meth:`retrieval_metrics`). A method that
+    calls an LLM counts its tokens per purpose in ``token_usage`` (``memarena.memory.
+    llm_calls.add_usage`` does it); :meth:`own_tokens` sums them and the pipeline reports the
+    evaluation-time share as ``memory_tokens``.
+
+LLM output
+    Use the memory LLM (``self.services.llm``) with constrained requests (choices or a JSON
+    schema) and survive malformed answers: count a fallback, log it once, never raise.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from memarena.core.errors import ConfigError, MemoryFrozenError
+from memarena.core.protocols import Backbone, Embedder
+from memarena.core.types import MemoryContext, MemoryQuery, Outcome, Trajectory
+
+SNAPSHOT_FILE = "memory.json"
+GRANULARITIES = ("task", "step")
+ACQUISITION_POLICIES = ("agent", "expert")
+
+
+class MemoryServices:
+    """Models a memory method may need, built on first use so methods that need none pay
+    nothing: ``llm`` is the memory-side backbone (``conf/memory_backbone``), ``embedder`` the
+    sentence embedder (``conf/embedder``). The pipeline closes what was built."""
+
+    def __init__(
+        self,
+        llm_factory: Callable[[], Backbone] | None = None,
+        embedder_factory: Callable[[], Embedder] | None = None,
+    ) -> None:
+        self._llm_factory = llm_factory
+        self._embedder_factory = embedder_factory
+        self._llm: Backbone | None = None
+        self._embedder: Embedder | None = None
+
+    @property
+    def llm(self) -> Backbone:
+        if self._llm is None:
+            if self._llm_factory is None:
+                raise ConfigError("this memory method needs an LLM but no memory_backbone is set")
+            self._llm = self._llm_factory()
+        return self._llm
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            if self._embedder_factory is None:
+                raise ConfigError("this memory method needs an embedder but none is configured")
+            self._embedder = self._embedder_factory()
+        return self._embedder
+
+    @property
+    def llm_if_built(self) -> Backbone | None:
+        return self._llm
+
+    @property
+    def embedder_if_built(self) -> Embedder | None:
+        return self._embedder
+
+
+class MemoryMethod:
+    """Defaults for every member of the contract (see the module docstring)."""
+
+    name: str = "base"
+    schema_version: int = 1
+    granularity: str = "task"
+    acquisition_policy: str = "agent"
+    learns: bool = True
+    # -- acquisition
+    acquisition_samples: int = 1
+    acquisition_temperature: float | None = None
+    retrieves_during_acquisition: bool = True
+    acquisition_observe_tasks: int = 1
+    # -- evaluation
+    max_reflections: int = 0
+
+    def __init__(
+        self,
+        *,
+        name: str | None = None,
+        services: MemoryServices | None = None,
+        env_name: str = "",
+    ) -> None:
+        if name is not None:
+            self.name = name
+        if self.granularity not in GRANULARITIES:
+            raise ConfigError(f"{type(self).__name__}.granularity must be one of {GRANULARITIES}")
+        if self.acquisition_policy not in ACQUISITION_POLICIES:
+            raise ConfigError(
+                f"{type(self).__name__}.acquisition_policy must be one of {ACQUISITION_POLICIES}"
+            )
+        self.services = services or MemoryServices()
+        self.env_name = env_name
+        self.frozen = False
+        self.phase = "acquire"
+        # {purpose: {calls, prompt_tokens, completion_tokens, ...}} of the method's own LLM calls
+        self.token_usage: dict[str, dict[str, int]] = {}
+        self._calls = self._entries = 0  # retrievals and entries shown, since freeze()
+
+    # -- acquisition ---------------------------------------------------------------------------
+    def begin_phase(self, phase: str) -> None:
+        """Called by the pipeline as ``"acquire"`` and ``"eval"`` begin."""
+        self.phase = phase
+
+    def observe_groups(self, groups: list[list[tuple[Trajectory, Outcome]]]) -> None:
+        """Each group holds the ``acquisition_samples`` trajectories of one task (one during
+        evaluation), groups in task order. Default: :meth:`observe` each trajectory in order."""
+        for group in groups:
+            for trajectory, outcome in group:
+                self.observe(trajectory, outcome)
+
+    def observe(self, trajectory: Trajectory, outcome: Outcome) -> None:
+        """Learn from one finished episode; refused when frozen."""
+        self.refuse_if_frozen()
+        self._observe(trajectory, outcome)
+
+    def _observe(self, trajectory: Trajectory, outcome: Outcome) -> None:
+        """What :meth:`observe` does once the frozen check passed. Default: nothing."""
+        return None
+
+    def refuse_if_frozen(self) -> None:
+        """MemoryFrozenError when frozen (for every method entry point that learns)."""
+        if self.frozen:
+            raise MemoryFrozenError(
+                f"memory '{self.name}' is frozen (evaluation with freeze_during_eval=true); "
+                "it cannot observe new trajectories"
+            )
+
+    # -- evaluation ----------------------------------------------------------------------------
+    def retrieve(self, query: MemoryQuery) -> MemoryContext:
+        """Prompt slots for the agent (per task or per step, see ``granularity``)."""
+        return MemoryContext.empty()
+
+    def eval_views(self) -> list[str | None]:
+        """The views evaluation runs under, each over the whole test set. One view (None) by
+        default; MemCo returns its agents (each agent's local memory + the global memory)."""
+        return [None]
+
+    def set_view(self, view: str | None) -> None:
+        """Select the view for the following retrievals (see :meth:`eval_views`)."""
+        if view is not None:
+            raise ConfigError(f"memory '{self.name}' has no evaluation view {view!r}")
+
+    def freeze(self) -> None:
+        """Stop learning (frozen evaluation); the retrieval counters restart here."""
+        self._calls = self._entries = 0
+        self.frozen = True
+
+    def reflect(
+        self, failures: list[tuple[Trajectory, Outcome]], attempt: int
+    ) -> list[MemoryContext | None]:
+        """While learning during evaluation: for each failed episode, the context of a retry
+        (lessons from the failure) or None for no retry. ``attempt`` counts from 1 up to
+        ``max_reflections``; retries never count in the metrics. Default: no retries."""
+        return [None] * len(failures)
+
+    def observe_retry(
+        self, trajectory: Trajectory, outcome: Outcome, attempt: int, context: MemoryContext
+    ) -> None:
+        """The result of a retry made with ``context`` (see :meth:`reflect`)."""
+        return None
+
+    # -- metrics and tokens --------------------------------------------------------------------
+    def count_retrieval(self, context: MemoryContext) -> None:
+        """Count one retrieval call and the entries it showed (for :meth:`retrieval_metrics`)."""
+        self._calls += 1
+        self._entries += len(context.memory_ids)
+
+    def retrieval_metrics(self) -> dict[str, float]:
+        """``retrieval_calls`` and ``avg_mem_entries`` (entries shown per call) since freeze."""
+        return {
+            "retrieval_calls": self._calls,
+            "avg_mem_entries": self._entries / max(self._calls, 1),
+        }
+
+    def metrics(self) -> dict[str, float]:
+        """Method-specific numbers added to ``metrics.json`` after evaluation (memory size,
+        retrieved entries per call ...); none by default."""
+        return {}
+
+    def own_tokens(self) -> int:
+        """Tokens of the method's own LLM calls so far (prompt + completion, summed over
+        ``token_usage``)."""
+        return sum(
+            u.get("prompt_tokens", 0) + u.get("completion_tokens", 0)
+            for u in self.token_usage.values()
+        )
+
+    # -- snapshot ------------------------------------------------------------------------------
+    def save(self, directory: Path) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        blob = {"method": self.name, "schema_version": self.schema_version}
+        blob["state"] = self.state_dict()
+        tmp = directory / (SNAPSHOT_FILE + ".tmp")
+        tmp.write_text(json.dumps(blob, ensure_ascii=False))
+        tmp.replace(directory / SNAPSHOT_FILE)
+
+    def load(self, directory: Path) -> None:
+        path = directory / SNAPSHOT_FILE
+        if not path.exists():
+            raise ConfigError(f"no memory snapshot at {path}; run acquisition first")
+        blob = json.loads(path.read_text())
+        if blob.get("method") != self.name or blob.get("schema_version") != self.schema_version:
+            raise ConfigError(
+                f"snapshot {path} was written by method={blob.get('method')} schema "
+                f"v{blob.get('schema_version')}; this is method={self.name} "
+                f"v{self.schema_version}. Use a fresh results dir or the matching method."
+            )
+        self.load_state_dict(blob["state"])
+
+    def state_dict(self) -> dict[str, Any]:
+        """The memory as JSON values (see :meth:`save`)."""
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        return None
