@@ -101,11 +101,19 @@ def test_experiment_null_drops_the_demo_caps_and_groups_compose_in_order():
     ]
     full = compose_cfg(["~experiment", "ablation=budget_20"])
     assert full.protocol.max_train_tasks is None and full.protocol.step_budget == 20
-    # an env may bring its paper's protocol (bfcl: ReMe's) and the command line takes it back
-    assert compose_cfg(["env=bfcl"]).protocol.repetitions == 3
-    assert compose_cfg(["env=bfcl", "protocol=default"]).protocol.repetitions == 1
-    # an ablation may override the protocol (ReMe dynamic) and the memory backbone (Table 4)
+    # no group switches another: env=bfcl keeps the default protocol; ReMe's comes with its
+    # experiment files
+    bfcl = compose_cfg(["env=bfcl", "method=none"])
+    assert (bfcl.protocol.runs, bfcl.protocol.repetitions) == (1, 1)
+    reme = compose_cfg(["experiment=reme_table1"])
+    assert (reme.protocol.runs, reme.protocol.repetitions, reme.env.name) == (4, 3, "bfcl")
+    # an ablation may set protocol keys (ReMe dynamic: learning, updated after every task)
     dynamic = compose_cfg(["method=reme", "ablation=reme/dynamic"])
-    assert dynamic.protocol.freeze_during_eval is False
-    summ = compose_cfg(["method=reme", "ablation=reme/summ_qwen3_14b"])
+    assert dynamic.protocol.freeze_during_eval is False and dynamic.protocol.update_every == 1
+    # ... but the memory backbone of Table 4 is chosen by its experiment file
+    summ = compose_cfg(["experiment=reme_table4_14b"])
     assert summ.memory_backbone.name == "qwen3-14b" and summ.memory_backbone.same_as_agent is False
+    assert summ.ablation.name == "summ_qwen3_14b"
+    assert compose_cfg(["method=reme", "ablation=reme/summ_qwen3_14b"]).memory_backbone.get(
+        "same_as_agent"
+    )  # the ablation alone no longer switches it (the pipeline refuses that combination)

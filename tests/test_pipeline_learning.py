@@ -1,32 +1,36 @@
-"""Pipeline support for ReMe-style methods, on a tiny env and a rule policy: N samples per
-train task observed as one group (and resumed by complete groups), failure-aware retries
-bounded by ``max_reflections`` and kept out of the metrics, and Avg@k / Pass@k over
-repetitions."""
+"""Pipeline support for learning memories, on a tiny env and a rule policy: N samples per
+train task observed as one group (and resumed by complete groups), memory updates every
+``protocol.update_every`` tasks whatever the concurrency, failure-aware retries bounded by
+``max_reflections`` and kept out of the metrics, a killed run resuming to the same memory
+updates and metrics, and Avg@k / Pass@k over repetitions."""
 
 from __future__ import annotations
 
 import pytest
-from omegaconf import OmegaConf
 
-from memarena.agent import RunnerSettings
+from memarena.agent import RunnerSettings, as_policy
 from memarena.core import (
     Completion,
+    ConfigError,
+    Env,
     EnvPrompt,
+    Episode,
     Feedback,
     MemoryContext,
+    MemoryMethod,
+    MemoryServices,
     Observation,
     StepResult,
     Task,
     Usage,
 )
-from memarena.memory.base import BaseMemory, MemoryServices
-from memarena.pipeline import Parts, acquire, evaluate
+from memarena.pipeline import Parts, ProtocolSettings, acquire, evaluate
 from memarena.results import store as files
 from memarena.results.metrics import compute_metrics
 from memarena.results.store import RunStore
 
 
-class StepEnv:
+class StepEnv(Env):
     """Reach 2 with "inc"; three steps allowed."""
 
     name = "step"
@@ -44,11 +48,8 @@ class StepEnv:
     def open(self, task):
         return StepEpisode(task)
 
-    def close(self):
-        pass
 
-
-class StepEpisode:
+class StepEpisode(Episode):
     def __init__(self, task):
         self.task, self.n = task, 0
 
@@ -64,15 +65,12 @@ class StepEpisode:
     def expert_action(self):
         return "inc"
 
-    def close(self):
-        pass
-
 
 class LessonPolicy:
-    """Chooses "inc" only when the prompt holds a LESSON; records request seeds."""
+    """An LLM double that chooses "inc" only when the prompt holds a LESSON; records the
+    request seeds per prompt."""
 
     name = "lesson-policy"
-    is_llm = True
 
     def __init__(self):
         self.usage = Usage()
@@ -81,7 +79,7 @@ class LessonPolicy:
     def generate(self, requests):
         out = []
         for r in requests:
-            self.seeds.append((r.meta["episode_key"], r.seed))
+            self.seeds.append((r.messages[-1]["content"], r.seed))
             index = 0 if "LESSON" in r.messages[-1]["content"] else 1
             out.append(Completion(r.choices[index], 1, 1, choice_index=index))
         return out
@@ -90,7 +88,7 @@ class LessonPolicy:
         pass
 
 
-class Recorder(BaseMemory):
+class Recorder(MemoryMethod):
     name = "recorder"
     acquisition_samples = 3
     acquisition_temperature = 0.9
@@ -102,6 +100,11 @@ class Recorder(BaseMemory):
         self.batches: list[int] = []
         self.observed: list[str] = []
         self.retries: list[tuple[str, int, bool]] = []
+        self.seen_at_start: dict[str, int] = {}
+
+    def retrieve(self, query):
+        self.seen_at_start[query.task.id] = len(self.observed)  # what the task could see
+        return MemoryContext.empty()
 
     def observe_groups(self, groups):
         self.batches.append(len(groups))
@@ -125,78 +128,88 @@ class Recorder(BaseMemory):
         self.observed = list(state["observed"])
 
 
-def _parts(tmp_path, memory, policy=None) -> Parts:
+def _parts(tmp_path, memory, policy=None, concurrency=4, **protocol) -> Parts:
+    settings = ProtocolSettings(concurrency=concurrency, **protocol)
+    store = RunStore(tmp_path)
+    store.check_update_every(settings.update_every)
+    snapshot = settings.snapshot_from
     return Parts(
         env=StepEnv(),
-        backbone=policy or LessonPolicy(),
+        policy=as_policy(policy or LessonPolicy()),
         memory=memory,
         services=MemoryServices(),
-        settings=RunnerSettings(concurrency=4, step_budget=3),
-        store=RunStore(tmp_path),
+        settings=RunnerSettings(concurrency=concurrency, step_budget=3),
+        protocol=settings,
+        store=store,
+        snapshot_from=RunStore(snapshot).memory_dir if snapshot else None,
     )
 
-
-def _cfg(**protocol):
-    base = {
-        "snapshot_from": None,
-        "train_split": "train",
-        "eval_split": "test",
-        "max_train_tasks": None,
-        "max_eval_tasks": None,
-        "runs": 1,
-        "repetitions": 1,
-    }
-    return OmegaConf.create({"protocol": {**base, **protocol}})
 
 
 def test_acquisition_samples_are_observed_as_one_group_per_task(tmp_path):
     memory = Recorder()
-    parts = _parts(tmp_path, memory)
-    acquire(parts, _cfg(), parts.backbone)
+    parts = _parts(tmp_path, memory, update_every=1)
+    acquire(parts, parts.policy)
     assert memory.groups == [[f"train{i}"] * 3 for i in range(4)]
-    assert memory.batches == [1, 1, 1, 1]  # concurrency 4 // 3 samples: one task per wave
-    records = parts.store.read(files.ACQUISITION)
-    assert sorted((r["task_id"], r["run"]) for r in records) == sorted(
+    assert memory.batches == [1, 1, 1, 1]  # update_every 1: one task per memory update
+    records = parts.store.read_records(files.ACQUISITION)
+    assert sorted((r.task_id, r.run) for r in records) == sorted(
         (f"train{i}", s) for i in range(4) for s in range(3)
     )
-    seeds = {seed for key, seed in parts.backbone.seeds if key.endswith("train0:0")}
-    assert len(seeds) == 3  # the three samples of a task are sampled with different seeds
+    policy = parts.policy.backbone
+    first = {seed for p, seed in policy.seeds if "task 0" in p and "History" not in p}
+    assert len(first) == 3  # the three samples of a task are sampled with different seeds
 
     # resume: the last task's group is incomplete -> replayed groups, that task rerun whole
     lines = (tmp_path / files.ACQUISITION).read_text().splitlines()
     (tmp_path / files.ACQUISITION).write_text("\n".join(lines[:-2]) + "\n")
     (tmp_path / files.MEMORY_DIR / files.SNAPSHOT_DONE).unlink()
     again = Recorder()
-    parts = _parts(tmp_path, again)
-    acquire(parts, _cfg(), parts.backbone)
+    parts = _parts(tmp_path, again, update_every=1)
+    acquire(parts, parts.policy)
     assert again.groups == [[f"train{i}"] * 3 for i in range(4)]
-    assert {key for key, _ in parts.backbone.seeds} <= {
-        f"acquire:{s}:train3:{k}" for s in range(3) for k in range(3)
-    }
+    assert again.batches == [1, 1, 1, 1]  # the replay makes the same updates
+    prompts = [p for p, _ in parts.policy.backbone.seeds]
+    assert prompts and all("task 3" in p for p in prompts)  # only train3 ran again
 
 
-def test_a_method_may_observe_many_tasks_per_call(tmp_path):
+def test_a_method_that_does_not_read_while_acquiring_is_observed_in_batches(tmp_path):
     memory = Recorder()
+    memory.retrieves_during_acquisition = False
     memory.acquisition_observe_tasks = 3
-    parts = _parts(tmp_path, memory)
-    acquire(parts, _cfg(), parts.backbone)
+    parts = _parts(tmp_path, memory, update_every=1)
+    acquire(parts, parts.policy)
     assert memory.batches == [3, 1]
     assert memory.groups == [[f"train{i}"] * 3 for i in range(4)]
+    assert memory.seen_at_start == {}  # it never read its memory while acquiring
+
+
+@pytest.mark.parametrize(("update_every", "seen"), [(1, [0, 1, 2, 3]), (2, [0, 0, 2, 2])])
+def test_a_learning_evaluation_updates_every_update_every_tasks(tmp_path, update_every, seen):
+    """concurrency 8 never batches the stream: with update_every=1 the memory observes after
+    every task, and each task sees the ones before it."""
+    memory = Recorder(max_reflections=0)
+    parts = _parts(tmp_path, memory, concurrency=8, update_every=update_every)
+    records = evaluate(parts)
+    assert memory.observed == [f"test{i}" for i in range(4)]
+    assert memory.batches == [update_every] * (4 // update_every)
+    assert [memory.seen_at_start[f"test{i}"] for i in range(4)] == seen
+    assert [r.update for r in records] == [i // update_every for i in range(4)]
 
 
 @pytest.mark.parametrize(("lesson_at", "limit", "attempts"), [(3, 3, 3), (2, 3, 2), (9, 3, 3)])
 def test_reflection_retries_stop_at_success_or_the_limit(tmp_path, lesson_at, limit, attempts):
     memory = Recorder(lesson_at=lesson_at, max_reflections=limit)
     parts = _parts(tmp_path, memory)
-    records = evaluate(parts, _cfg())
-    assert len(records) == 4 and not any(r["success"] for r in records)  # retries not counted
+    records = evaluate(parts)
+    assert len(records) == 4 and not any(r.success for r in records)  # retries not counted
     assert memory.observed == [f"test{i}" for i in range(4)]
     for i in range(4):
         tries = [(a, ok) for t, a, ok in memory.retries if t == f"test{i}"]
         assert [a for a, _ in tries] == list(range(1, attempts + 1))
         assert [ok for _, ok in tries] == [a >= lesson_at for a, _ in tries]
-    retries = parts.store.read(files.REFLECTIONS)
-    assert len(retries) == 4 * attempts and {r["attempt"] for r in retries} == set(
+    retries = parts.store.read_records(files.REFLECTIONS)
+    assert len(retries) == 4 * attempts and {r.attempt for r in retries} == set(
         range(1, attempts + 1)
     )
     assert compute_metrics(records)["success_rate"] == 0.0
@@ -209,10 +222,9 @@ def test_every_learning_run_starts_from_the_saved_snapshot(tmp_path):
     saved.save(source.memory_dir)
     source.mark_snapshot_complete({})
     memory = Recorder(max_reflections=0)
-    parts = _parts(tmp_path / "run", memory)
-    cfg = _cfg(runs=2, snapshot_from=str(tmp_path / "source"))
-    acquire(parts, cfg, parts.backbone)
-    records = evaluate(parts, cfg)
+    parts = _parts(tmp_path / "run", memory, runs=2, snapshot_from=str(tmp_path / "source"))
+    acquire(parts, parts.policy)
+    records = evaluate(parts)
     assert len(records) == 8
     assert memory.observed == ["from-acquisition"] + [f"test{i}" for i in range(4)]
 
@@ -220,8 +232,8 @@ def test_every_learning_run_starts_from_the_saved_snapshot(tmp_path):
 def test_frozen_memory_makes_no_retries(tmp_path):
     memory = Recorder()
     memory.freeze()
-    parts = _parts(tmp_path, memory)
-    evaluate(parts, _cfg(runs=2))
+    parts = _parts(tmp_path, memory, runs=2)
+    evaluate(parts)
     assert memory.retries == [] and not (tmp_path / files.REFLECTIONS).exists()
 
 
@@ -262,10 +274,8 @@ def test_avg_and_pass_at_k_over_repetitions():
     assert single["repetitions"] == 1 and single["avg_at_k_std"] == 0.0
 
 
-def test_a_killed_learning_evaluation_resumes_to_the_same_memory(tmp_path, monkeypatch):
-    whole = Recorder(lesson_at=2)
-    evaluate(_parts(tmp_path / "whole", whole), _cfg())
-
+def _kill_after(monkeypatch, n_episodes: int):
+    """RunStore.append raises after the n-th episode record is written (a kill -9 mid-run)."""
     original = RunStore.append
     written = {"n": 0}
 
@@ -273,16 +283,43 @@ def test_a_killed_learning_evaluation_resumes_to_the_same_memory(tmp_path, monke
         original(self, name, record)
         if name == files.EPISODES:
             written["n"] += 1
-            if written["n"] == 2:
-                raise KeyboardInterrupt  # killed after 2 of the wave's 4 episodes were written
+            if written["n"] == n_episodes:
+                raise KeyboardInterrupt
 
     monkeypatch.setattr(RunStore, "append", dying_append)
+    return original
+
+
+@pytest.mark.parametrize(
+    ("update_every", "killed_after"),
+    [(1, 2), (2, 1), (2, 2)],
+    ids=["online-between-tasks", "mid-chunk", "between-chunks"],
+)
+def test_a_killed_learning_evaluation_resumes_to_the_same_updates_and_metrics(
+    tmp_path, monkeypatch, update_every, killed_after
+):
+    kw = {"concurrency": 8, "update_every": update_every, "runs": 2}
+    whole = Recorder(lesson_at=2)
+    whole_records = evaluate(_parts(tmp_path / "whole", whole, **kw))
+
+    original = _kill_after(monkeypatch, killed_after)
     with pytest.raises(KeyboardInterrupt):
-        evaluate(_parts(tmp_path / "killed", Recorder(lesson_at=2)), _cfg())
+        evaluate(_parts(tmp_path / "killed", Recorder(lesson_at=2), **kw))
     monkeypatch.setattr(RunStore, "append", original)
     resumed = Recorder(lesson_at=2)
-    parts = _parts(tmp_path / "killed", resumed)
-    records = evaluate(parts, _cfg())
-    assert sorted(r["task_id"] for r in records) == [f"test{i}" for i in range(4)]
-    assert resumed.observed == whole.observed
-    assert sorted(resumed.retries) == sorted(whole.retries)
+    records = evaluate(_parts(tmp_path / "killed", resumed, **kw))
+
+    assert sorted((r.run, r.task_id) for r in records) == sorted(
+        (run, f"test{i}") for run in range(2) for i in range(4)
+    )
+    # run 1 is whole in both; the memory of the last run made the same updates in the same order
+    assert resumed.observed == whole.observed and resumed.batches[-2:] == whole.batches[-2:]
+    assert resumed.retries == whole.retries
+    assert compute_metrics(records) == compute_metrics(whole_records)
+    assert [r.update for r in records] == [r.update for r in whole_records]
+
+
+def test_a_resume_with_another_update_schedule_is_refused(tmp_path):
+    evaluate(_parts(tmp_path, Recorder(max_reflections=0), update_every=1))
+    with pytest.raises(ConfigError, match="update_every=1"):
+        _parts(tmp_path, Recorder(max_reflections=0), update_every=4)

@@ -47,7 +47,8 @@ def test_reme_on_pddl_samples_each_train_task_and_reports_its_cost(tmp_path):
 
 @pytest.mark.skipif(importlib.util.find_spec("bfcl_eval") is None, reason="needs bfcl-eval")
 def test_reme_on_bfcl_reports_avg_and_pass_at_4_then_dynamic_on_the_snapshot(tmp_path):
-    common = ["env=bfcl", "protocol.max_eval_tasks=2", f"paths.results_dir={tmp_path}", *SMALL]
+    common = ["env=bfcl", "protocol=reme", "protocol.max_eval_tasks=2"]
+    common += [f"paths.results_dir={tmp_path}", *SMALL]
     proc = run_py(["method=reme", *common])
     assert proc.returncode == 0, proc.stderr[-3000:]
     fixed = _run_dir(tmp_path, "reme")

@@ -69,8 +69,11 @@ def run_job(cfg: DictConfig) -> float | None:
 
     from memarena.pipeline import run
 
+    hydra = HydraConfig.get() if HydraConfig.initialized() else None
+    choices = dict(hydra.runtime.choices) if hydra else {}
+    overrides = list(hydra.overrides.task) if hydra else []
     try:
-        metrics = run(cfg)
+        metrics = run(cfg, choices, overrides)
     except MemarenaError as exc:
         text = str(exc)
         log.error(text if text.startswith("memarena:") else f"memarena: {text}")

@@ -87,7 +87,7 @@ def _unknown_key_message(cfg: DictConfig, key: str) -> str:
         return (
             f"memarena: {key} is not a config key ({parent_path or 'the top level'} holds no keys)."
         )
-    keys = sorted(str(k) for k in parent.keys())
+    keys = sorted(str(k) for k in parent.keys() if not str(k).startswith("_"))
     near = difflib.get_close_matches(leaf, keys, n=1)
     hint = f" Did you mean {parent_path + '.' if parent_path else ''}{near[0]}?" if near else ""
     where = parent_path or "the top level"
@@ -122,19 +122,43 @@ def check_overrides(overrides: list[str], conf_dir: Path = CONF_DIR) -> str | No
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(conf_dir), version_base=None):
-            compose(config_name="config", overrides=first_values)
+            cfg = compose(config_name="config", overrides=first_values, return_hydra_config=True)
+        return _strict_keys(cfg, first_values, conf_dir)
     except (HydraException, OmegaConfBaseException) as exc:
         text = " ".join(f"{exc} {exc.__cause__ or ''}".split())
-        for ov in parsed:
-            if f"override '{ov.key_or_group}'" in text or (
-                ov.key_or_group in text and "not in struct" in text
-            ):
-                return _unknown_key_message(
-                    _group_only_cfg(conf_dir, first_values), ov.key_or_group
-                )
+        bad = _missing_key(exc)
+        if bad is not None:
+            return _unknown_key_message(_group_only_cfg(conf_dir, first_values), bad)
         return "memarena: the configuration does not compose: " + " ".join(text.split())
     finally:
         GlobalHydra.instance().clear()
+    return None
+
+
+def _missing_key(exc: BaseException) -> str | None:
+    """The full key of a "not in struct" error in ``exc``'s chain (OmegaConf names it), else
+    None. Read from the exception, never matched against the message text."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        key = getattr(cause, "full_key", None)
+        if key and "not in struct" in str(cause):
+            return str(key)
+        cause = cause.__cause__
+    return None
+
+
+def _strict_keys(cfg: DictConfig, overrides: list[str], conf_dir: Path) -> str | None:
+    """Every key of the composed config must be one its target takes (see
+    :mod:`memarena.pipeline.validate`); the message names the key and where it was set."""
+    from memarena.core import ConfigError
+    from memarena.pipeline.validate import validate
+
+    choices = dict(cfg.hydra.runtime.choices)
+    body = OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"])
+    try:
+        validate(body, choices, overrides, conf_dir)
+    except ConfigError as err:
+        return str(err)
     return None
 
 

@@ -26,101 +26,92 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from memarena.results.records import EpisodeRecord, as_records
 from memarena.results.stats import wilson_ci
 
 log = logging.getLogger(__name__)
 
-REQUIRED_KEYS = ("task_id", "success", "progress", "steps", "status")
-
-
-def _tokens(rec: Mapping[str, Any]) -> int:
-    if rec.get("tokens") is not None:
-        return int(rec["tokens"])
-    return int(rec.get("prompt_tokens") or 0) + int(rec.get("completion_tokens") or 0)
-
-
-def _rates(records: list[Mapping[str, Any]]) -> dict[str, float]:
+def _rates(records: Sequence[EpisodeRecord]) -> dict[str, float]:
     n = len(records)
     return {
-        "success_rate": sum(bool(r["success"]) for r in records) / n,
-        "progress_rate": sum(float(r["progress"]) for r in records) / n,
+        "success_rate": sum(bool(r.success) for r in records) / n,
+        "progress_rate": sum(float(r.progress) for r in records) / n,
         "n_episodes": n,
     }
 
 
 def compute_metrics(
-    records: list[Mapping[str, Any]],
+    records: Sequence[EpisodeRecord | Mapping[str, Any]],
     *,
     memory_tokens: int = 0,
     runs_per_repetition: int | None = None,
 ) -> dict:
-    """Metrics of one run from its episode records (see the module docstring)."""
+    """Metrics of one run from its episode records (see the module docstring); JSON objects
+    are read as :class:`~memarena.results.records.EpisodeRecord`."""
     if not records:
         raise ValueError(
             "compute_metrics: no episode records. The evaluation produced no episodes: check "
             "that the test split has tasks (protocol / env settings) and that episodes.jsonl "
             "is not empty."
         )
-    for i, rec in enumerate(records):
-        missing = [k for k in REQUIRED_KEYS if k not in rec]
-        if missing:
-            raise ValueError(
-                f"compute_metrics: episode record {i} lacks {missing} "
-                f"(needs {list(REQUIRED_KEYS)}); got keys {sorted(rec)}"
-            )
+    try:
+        recs = as_records(list(records))
+    except ValueError as err:
+        raise ValueError(f"compute_metrics: {err}") from None
 
-    n = len(records)
-    successes = sum(bool(r["success"]) for r in records)
-    n_errors = sum(r["status"] == "error" for r in records)
+    n = len(recs)
+    successes = sum(bool(r.success) for r in recs)
+    n_errors = sum(r.status == "error" for r in recs)
     low, high = wilson_ci(successes, n)
     out: dict[str, Any] = {
-        **_rates(records),
+        **_rates(recs),
         "success_rate_ci95": [low, high],
-        "avg_steps": sum(int(r["steps"]) for r in records) / n,
-        "n_tasks": len({r["task_id"] for r in records}),
+        "avg_steps": sum(int(r.steps) for r in recs) / n,
+        "n_tasks": len({r.task_id for r in recs}),
         "n_errors": n_errors,
         "error_rate": n_errors / n,
         "memory_tokens": int(memory_tokens),
-        "tokens_per_task": (sum(_tokens(r) for r in records) + memory_tokens) / n,
+        "tokens_per_task": (sum(int(r.tokens) for r in recs) + memory_tokens) / n,
     }
 
-    out.update(_repetitions(records, runs_per_repetition))
+    out.update(_repetitions(recs, runs_per_repetition))
 
     by_domain: dict[str, list] = defaultdict(list)
-    for r in records:
-        by_domain[str(r.get("domain") or "all")].append(r)
+    for r in recs:
+        by_domain[str(r.domain or "all")].append(r)
     out["per_domain"] = {d: _rates(rs) for d, rs in sorted(by_domain.items())}
     for key, name in (("split", "per_split"), ("agent", "per_agent")):
         groups: dict[str, list] = defaultdict(list)
-        for r in records:
-            if r.get(key) is not None:
-                groups[str(r[key])].append(r)
+        for r in recs:
+            value = getattr(r, key)
+            if value is not None and value != "":
+                groups[str(value)].append(r)
         if len(groups) > 1 or (key == "agent" and groups):
             out[name] = {g: _group(rs) for g, rs in sorted(groups.items())}
     return out
 
 
-def _group(records: list[Mapping[str, Any]]) -> dict[str, float]:
+def _group(records: list[EpisodeRecord]) -> dict[str, float]:
     """Rates and average steps of a group of episodes (one agent, one split)."""
     return {
         **_rates(records),
-        "avg_steps": sum(int(r["steps"]) for r in records) / len(records),
+        "avg_steps": sum(int(r.steps) for r in records) / len(records),
         "n_episodes": len(records),
     }
 
 
-def _repetitions(records: list[Mapping[str, Any]], per_rep: int | None) -> dict[str, Any]:
+def _repetitions(records: list[EpisodeRecord], per_rep: int | None) -> dict[str, Any]:
     """``runs``, ``repetitions`` and the Avg@k / Pass@k keys (see the module docstring)."""
-    runs = sorted({int(r.get("run") or 0) for r in records})
+    runs = sorted({int(r.run or 0) for r in records})
     k = int(per_rep) if per_rep else len(runs)
     if k < 1:
         raise ValueError(f"compute_metrics: runs_per_repetition must be >= 1, not {per_rep}")
     reps: dict[int, dict[int, list]] = defaultdict(lambda: defaultdict(list))
     for r in records:
-        run = int(r.get("run") or 0)
+        run = int(r.run or 0)
         reps[run // k][run].append(r)
     out: dict[str, Any] = {"runs": min(k, len(runs)), "repetitions": len(reps)}
     if len(runs) <= 1:
@@ -138,14 +129,14 @@ def _repetitions(records: list[Mapping[str, Any]], per_rep: int | None) -> dict[
     return out
 
 
-def _at_k(records: list[Mapping[str, Any]], by_run: dict[int, list]) -> dict[str, float]:
+def _at_k(records: list[EpisodeRecord], by_run: dict[int, list]) -> dict[str, float]:
     """ReMe's Avg@k (mean of the per-run success rates) and Pass@k (any run succeeded)."""
     k = len(by_run)
     avg_at_k = sum(_rates(rs)["success_rate"] for rs in by_run.values()) / k
     any_success: dict[str, bool] = defaultdict(bool)
     for r in records:
-        any_success[r["task_id"]] |= bool(r["success"])
-    tasks_per_run = {run: len({r["task_id"] for r in rs}) for run, rs in by_run.items()}
+        any_success[r.task_id] |= bool(r.success)
+    tasks_per_run = {run: len({r.task_id for r in rs}) for run, rs in by_run.items()}
     if len(set(tasks_per_run.values())) != 1:
         log.warning(
             "runs have unequal task counts %s (an interrupted run?): Avg@%d and Pass@%d "

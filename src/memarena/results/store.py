@@ -15,6 +15,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from memarena.core.errors import ConfigError
+from memarena.results.records import EpisodeRecord
+
 log = logging.getLogger(__name__)
 
 EPISODES = "episodes.jsonl"
@@ -25,6 +28,7 @@ USAGE = "usage.json"
 CONFIG = "config.yaml"
 MEMORY_DIR = "memory"
 SNAPSHOT_DONE = "SNAPSHOT_COMPLETE"
+UPDATES = "updates.json"  # {"update_every": n}: the memory-update schedule the records follow
 
 
 def run_dir_for(
@@ -51,7 +55,7 @@ class RunStore:
 
     def clear(self) -> None:
         """Forget earlier records (``protocol.resume=false``)."""
-        for name in (EPISODES, ACQUISITION, REFLECTIONS, METRICS, USAGE):
+        for name in (EPISODES, ACQUISITION, REFLECTIONS, METRICS, USAGE, UPDATES):
             (self.dir / name).unlink(missing_ok=True)
         shutil.rmtree(self.memory_dir, ignore_errors=True)
 
@@ -62,6 +66,14 @@ class RunStore:
             fh.write(line)
             fh.flush()
             os.fsync(fh.fileno())
+
+    def append_record(self, name: str, record: EpisodeRecord) -> None:
+        self.append(name, record.to_json())
+
+    def read_records(self, name: str) -> list[EpisodeRecord]:
+        """The episode records of ``episodes.jsonl``, ``acquisition.jsonl`` or
+        ``reflections.jsonl`` (a torn last line dropped, see :meth:`read`)."""
+        return [EpisodeRecord.from_json(r) for r in self.read(name)]
 
     def read(self, name: str) -> list[dict[str, Any]]:
         path = self.dir / name
@@ -95,6 +107,22 @@ class RunStore:
 
     def read_json(self, name: str) -> Any:
         return json.loads((self.dir / name).read_text(encoding="utf-8"))
+
+    def check_update_every(self, update_every: int) -> None:
+        """Record ``protocol.update_every``; a resume whose records follow another schedule is
+        refused (the memory updates could not be replayed as they happened)."""
+        path = self.dir / UPDATES
+        if path.exists():
+            recorded = int(self.read_json(UPDATES)["update_every"])
+            has_records = any((self.dir / n).exists() for n in (EPISODES, ACQUISITION))
+            if recorded != update_every and has_records:
+                raise ConfigError(
+                    f"memarena: {self.dir} holds records made with protocol.update_every="
+                    f"{recorded} (tasks per memory update); resuming with {update_every} would "
+                    f"mix two update schedules. Rerun with protocol.update_every={recorded}, or "
+                    "start over with protocol.resume=false."
+                )
+        self.write_json(UPDATES, {"update_every": int(update_every)})
 
     # --- memory snapshot ----------------------------------------------------------------
     def snapshot_complete(self) -> bool:

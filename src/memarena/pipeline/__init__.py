@@ -1,0 +1,98 @@
+"""acquisition -> memory snapshot -> evaluation -> metrics, for any method x env x backbone.
+
+One module per stage: :mod:`~memarena.pipeline.build` checks the config and builds the parts,
+:mod:`~memarena.pipeline.acquire` builds the memory on the train split and writes the
+snapshot, :mod:`~memarena.pipeline.evaluate` runs the test split (with
+:mod:`~memarena.pipeline.learning` when the memory keeps learning), and
+:mod:`~memarena.pipeline.summarize` writes metrics and usage. The pipeline never branches on
+method or env names; it talks to them through the contracts in :mod:`memarena.core`.
+
+Runs resume: every finished episode is on disk (``EpisodeRecord`` lines), and a rerun with the
+same run directory continues where the last one stopped, replaying the memory's updates.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from memarena.agent import ExpertPolicy, Policy
+from memarena.pipeline.acquire import acquire
+from memarena.pipeline.build import Parts, build, build_part, close_parts, run_dir
+from memarena.pipeline.evaluate import evaluate
+from memarena.pipeline.protocol import ProtocolSettings
+from memarena.pipeline.summarize import acquisition_cost, metrics_of, usage_of
+from memarena.pipeline.tasks import cap_tasks, chunks
+from memarena.results import store as files
+
+__all__ = [
+    "Parts",
+    "ProtocolSettings",
+    "acquire",
+    "acquisition_cost",
+    "build",
+    "build_part",
+    "cap_tasks",
+    "chunks",
+    "evaluate",
+    "run",
+    "run_dir",
+]
+
+log = logging.getLogger(__name__)
+
+
+def run(
+    cfg: DictConfig, choices: Mapping[str, Any] | None = None, overrides: Sequence[str] = ()
+) -> dict[str, Any]:
+    """Run one (experiment, env, method, backbone, seed) cell and return its metrics.
+    ``choices`` / ``overrides`` (Hydra's) let a config error name the file it came from."""
+    t0 = time.perf_counter()
+    protocol = cfg.protocol
+    caps = (protocol.max_train_tasks, protocol.max_eval_tasks)
+    if caps != (None, None):
+        log.warning(
+            "experiment=%s caps tasks (max_train_tasks=%s, max_eval_tasks=%s); "
+            "choose a paper experiment or experiment=null for full runs",
+            cfg.experiment_name,
+            *caps,
+        )
+    parts = build(cfg, choices, overrides)
+    logger = build_part(cfg.logger)
+    acting: Policy = parts.policy
+    try:
+        if parts.memory.acquisition_policy == "expert":
+            acting = ExpertPolicy(epsilon=0.0, seed=cfg.seed, name="scripted-expert-eps0")
+        acquire(parts, acting)
+        if parts.protocol.freeze_during_eval:
+            parts.memory.freeze()
+        records = evaluate(parts)
+        metrics = metrics_of(parts, cfg, records, time.perf_counter() - t0)
+        parts.store.write_json(files.METRICS, metrics)
+        parts.store.write_json(files.USAGE, usage_of(parts, acting))
+        group = "/".join([cfg.experiment_name, cfg.env.name, cfg.method.name, cfg.backbone.name])
+        logger.start(
+            parts.store.dir,
+            name=f"{group}/seed{cfg.seed}",
+            group=group,
+            config=OmegaConf.to_container(cfg, resolve=True),
+            job_type=cfg.method.name,
+        )
+        logger.log_metrics(metrics)
+        logger.log_episodes([_summary(r) for r in records])
+        log.info("results in %s", parts.store.dir)
+        return metrics
+    finally:
+        logger.finish()
+        close_parts(parts, *([acting] if acting is not parts.policy else []))
+
+
+def _summary(record) -> dict[str, Any]:
+    """An episode's record without its trajectory (for the logger's table)."""
+    out = record.to_json()
+    out.pop("trajectory", None)
+    return out

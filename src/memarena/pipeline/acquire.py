@@ -1,0 +1,114 @@
+"""Stage 1: memory acquisition on the train split, then the snapshot.
+
+The train tasks are cut into chunks; the memory observes one chunk per update, its tasks as
+groups of ``acquisition_samples`` trajectories (ReMe: N=8 at 0.9, each sample with its own
+request seeds; ``run`` = sample index in ``acquisition.jsonl``), in task order:
+
+- a method that reads its memory while acquiring (``retrieves_during_acquisition``) is updated
+  every ``protocol.update_every`` tasks, and later chunks see what earlier ones wrote;
+- a method that does not is observed ``acquisition_observe_tasks`` tasks at a time (bigger LLM
+  batches), and its episodes run at full concurrency.
+
+Records are appended as episodes end; the memory observes a chunk only after all its episodes
+ended, so every episode of chunk k saw the memory as the chunks before k left it, and a record
+of chunk k+1 exists only once chunk k is complete. On resume the memory is rebuilt from the
+records chunk by chunk without rerunning an episode (memory-side LLM calls come from the call
+cache), the missing samples of a part-done chunk run against the same memory its finished ones
+saw, and the updates are exactly those of an uninterrupted run. The snapshot is written to
+``memory/`` and marked complete; a later resume loads it.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+
+from memarena.agent import EpisodeRunner, Policy
+from memarena.core import Task
+from memarena.pipeline.build import Parts
+from memarena.pipeline.tasks import cap_tasks, chunks
+from memarena.results import store as files
+from memarena.results.records import EpisodeRecord
+
+log = logging.getLogger(__name__)
+
+
+def complete_groups(records: list[EpisodeRecord], n: int) -> dict[str, list[EpisodeRecord]]:
+    """Task id -> its ``n`` samples (the last record of each sample wins), for the tasks whose
+    samples are all there."""
+    by_task: dict[str, dict[int, EpisodeRecord]] = {}
+    for rec in records:
+        by_task.setdefault(rec.task_id, {})[int(rec.run or 0)] = rec
+    return {
+        tid: [by_run[i] for i in range(n)]
+        for tid, by_run in by_task.items()
+        if all(i in by_run for i in range(n))
+    }
+
+
+def acquire(parts: Parts, policy: Policy) -> None:
+    """Acquire the memory of ``parts`` with ``policy`` acting (the agent, or the expert for
+    ICL), or load the snapshot evaluation starts from."""
+    memory, store, protocol = parts.memory, parts.store, parts.protocol
+    if not memory.learns:
+        return
+    memory.begin_phase("acquire")
+    if parts.snapshot_from is not None:
+        log.info("evaluating on the saved snapshot %s (no acquisition)", parts.snapshot_from)
+        memory.load(parts.snapshot_from)
+        return
+    if store.snapshot_complete():
+        log.info("memory snapshot found in %s; skipping acquisition", store.memory_dir)
+        memory.load(store.memory_dir)
+        return
+    tasks = cap_tasks(parts.env.tasks(protocol.train_split), protocol.max_train_tasks)
+    n = max(1, int(memory.acquisition_samples))
+    reads = memory.retrieves_during_acquisition
+    unit = protocol.update_every if reads else max(1, int(memory.acquisition_observe_tasks))
+    done = complete_groups(store.read_records(files.ACQUISITION), n)
+    settings = parts.settings
+    if memory.acquisition_temperature is not None:
+        settings = replace(settings, temperature=float(memory.acquisition_temperature))
+    runner = EpisodeRunner(parts.env, policy, memory, settings, phase="acquire", retrieve=reads)
+    log.info(
+        "acquisition: %d train tasks x %d sample(s), %d per memory update (%d tasks done)",
+        len(tasks), n, unit, sum(t.id in done for t in tasks),
+    )  # fmt: skip
+    for k, chunk in enumerate(chunks(tasks, unit)):
+        todo = [t for t in chunk if t.id not in done]
+        if todo:
+            _run_samples(runner, todo, n, k, done, parts)
+        memory.observe_groups([[r.pair() for r in done[t.id]] for t in chunk])
+    memory.save(store.memory_dir)
+    store.mark_snapshot_complete({"n_train_tasks": len(tasks), "method": memory.name})
+
+
+def _run_samples(
+    runner: EpisodeRunner,
+    tasks: list[Task],
+    n: int,
+    update: int,
+    done: dict[str, list[EpisodeRecord]],
+    parts: Parts,
+) -> None:
+    """Run ``n`` samples of each task, appending each record as its episode ends; ``done``
+    gets the new groups."""
+    pairs = [(task, s) for task in tasks for s in range(n)]
+    results = runner.run(
+        [t for t, _ in pairs],
+        runs=[s for _, s in pairs],
+        on_finish=lambda r: parts.store.append_record(files.ACQUISITION, _record(r, pairs, update)),
+    )
+    for i, task in enumerate(tasks):
+        done[task.id] = [_record(r, pairs, update) for r in results[i * n : (i + 1) * n]]
+
+
+def _record(result, pairs, update: int) -> EpisodeRecord:
+    return EpisodeRecord.of(
+        result.trajectory,
+        result.outcome,
+        run=pairs[result.order][1],
+        wall_s=result.wall_s,
+        details=result.details,
+        update=update,
+    )

@@ -1,0 +1,180 @@
+"""Stage 0: check the composed config, then build the parts of one run from it.
+
+The config is checked whole before anything is built (:mod:`memarena.pipeline.validate`), so a
+misspelled key never costs a model load or an env set-up. Parts are built with
+``hydra.utils.instantiate``; the pipeline never branches on method or env names.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hydra.errors import InstantiationException
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+
+from memarena.agent import LLMPolicy, Policy, RunnerSettings, as_policy
+from memarena.core import Backbone, ConfigError, Env, MemarenaError, MemoryMethod, MemoryServices
+from memarena.pipeline.protocol import ProtocolSettings
+from memarena.pipeline.validate import validate
+from memarena.results import store as files
+from memarena.results.store import RunStore, run_dir_for
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Parts:
+    """What one run is made of. ``snapshot_from``: the memory folder evaluation starts from
+    instead of acquiring (``protocol.snapshot_from`` resolved), else None."""
+
+    env: Env
+    policy: Policy
+    memory: MemoryMethod
+    services: MemoryServices
+    settings: RunnerSettings
+    protocol: ProtocolSettings
+    store: RunStore
+    snapshot_from: Path | None = None
+    # the method's own LLM tokens during evaluation (summed over runs; a learning memory is
+    # reloaded from the snapshot before each run, which also resets its counters)
+    eval_memory_tokens: int = 0
+
+
+def run_dir(cfg: DictConfig, experiment: str | None = None, ablation: Any = "same") -> Path:
+    """The run directory of ``cfg`` (or of the same cell in another experiment/ablation)."""
+    return run_dir_for(
+        cfg.paths.results_dir,
+        experiment or cfg.experiment_name,
+        cfg.env.name,
+        cfg.method.name,
+        cfg.ablation.get("name") if ablation == "same" else ablation,
+        cfg.backbone.name,
+        cfg.seed,
+    )
+
+
+def check_config(cfg: DictConfig) -> None:
+    """Cross-group consistency that a single config group cannot check by itself."""
+    for group in ("env", "method", "backbone"):
+        if "name" not in cfg[group]:
+            raise ConfigError(f"conf/{group}/*.yaml must set `name` (used in result paths)")
+    wanted = cfg.ablation.get("method")
+    if wanted is not None and wanted != cfg.method.name:
+        raise ConfigError(
+            f"ablation={cfg.ablation.name} belongs to method={wanted}, but method="
+            f"{cfg.method.name}. Add method={wanted} or drop the ablation."
+        )
+    for group, name in (cfg.ablation.get("requires") or {}).items():
+        if group not in cfg or cfg[group].get("name") != name:
+            have = cfg[group].get("name") if group in cfg else None
+            raise ConfigError(
+                f"ablation={cfg.ablation.name} measures {group} {name!r}, but this run's {group} "
+                f"is {have!r}. Choose the {group} option named {name!r} (its experiment file "
+                "does), or drop the ablation."
+            )
+
+
+def build_part(node: DictConfig, **kwargs: Any) -> Any:
+    """``instantiate`` that lets a constructor's own MemarenaError (a config message) through
+    instead of Hydra's wrapper, so the run ends with that one message."""
+    try:
+        return instantiate(node, _convert_="all", **kwargs)
+    except InstantiationException as exc:
+        cause = exc.__cause__
+        while cause is not None and not isinstance(cause, MemarenaError):
+            cause = cause.__cause__
+        if cause is not None:
+            raise cause from None
+        raise
+
+
+def snapshot_source(cfg: DictConfig, value: str | None) -> Path | None:
+    """``protocol.snapshot_from`` as a folder: an experiment name is this cell's run in that
+    experiment (same env, method, backbone and seed, no ablation) in the results layout; a
+    value with a ``/`` is a run directory or its ``memory/`` folder."""
+    if not value:
+        return None
+    text = str(value)
+    base = Path(text).expanduser() if "/" in text else run_dir(cfg, text, ablation=None)
+    for folder in (base / files.MEMORY_DIR, base):
+        if (folder / files.SNAPSHOT_DONE).exists():
+            return folder
+    what = f"experiment {text!r}" if "/" not in text else "the folder"
+    raise ConfigError(
+        f"memarena: protocol.snapshot_from={text}: {what} has no complete memory snapshot at "
+        f"{base / files.MEMORY_DIR} ({files.SNAPSHOT_DONE} missing). Run that experiment first "
+        "(same env, method, backbone and seed), or unset protocol.snapshot_from."
+    )
+
+
+def _memory_llm_factory(cfg: DictConfig, policy: Policy):
+    mb = cfg.memory_backbone
+
+    def build_llm() -> Backbone:
+        if mb.get("same_as_agent", False):
+            if isinstance(policy, LLMPolicy):
+                return policy.backbone
+            log.info(
+                "the agent %s is not an LLM; memory calls use %s", policy.name, mb.fallback.name
+            )
+            return build_part(mb.fallback)
+        # resolved first: a detached copy cannot see ${paths...} interpolations any more
+        plain = OmegaConf.to_container(mb, resolve=True)
+        plain.pop("same_as_agent", None)
+        return build_part(OmegaConf.create(plain))
+
+    return build_llm
+
+
+def build(
+    cfg: DictConfig, choices: Mapping[str, Any] | None = None, overrides: Sequence[str] = ()
+) -> Parts:
+    """Check ``cfg`` (``choices`` / ``overrides`` name the source of a bad key), then build."""
+    validate(cfg, choices, overrides)
+    check_config(cfg)
+    protocol = ProtocolSettings.from_config(OmegaConf.to_container(cfg.protocol, resolve=True))
+    snapshot = snapshot_source(cfg, protocol.snapshot_from)
+    store = RunStore(run_dir(cfg))
+    if not protocol.resume:
+        store.clear()
+    store.check_update_every(protocol.update_every)
+    store.write_text(files.CONFIG, OmegaConf.to_yaml(cfg, resolve=True))
+    env: Env = build_part(cfg.env)
+    policy = as_policy(build_part(cfg.backbone))
+    services = MemoryServices(
+        llm_factory=_memory_llm_factory(cfg, policy),
+        embedder_factory=lambda: build_part(cfg.embedder),
+    )
+    memory: MemoryMethod = build_part(cfg.method, services=services, env_name=env.name)
+    settings = RunnerSettings(
+        concurrency=protocol.concurrency,
+        step_budget=protocol.step_budget or env.step_budget,
+        history_steps=protocol.history_steps,
+        action_mode=protocol.action_mode,
+        temperature=protocol.temperature,
+        max_tokens=protocol.max_tokens or env.max_tokens,
+        seed=cfg.seed,
+    )
+    return Parts(env, policy, memory, services, settings, protocol, store, snapshot)
+
+
+def close_parts(parts: Parts, *others: Policy) -> None:
+    """Close the env, the policy, the memory's models and ``others``; never raises."""
+    closing = [parts.env.close, parts.policy.close, *(p.close for p in others)]
+    memory_llm = parts.services.llm_if_built
+    agent_llm = parts.policy.backbone if isinstance(parts.policy, LLMPolicy) else None
+    if memory_llm is not None and memory_llm is not agent_llm:
+        closing.append(memory_llm.close)
+    embedder = parts.services.embedder_if_built
+    if embedder is not None:
+        closing.append(embedder.close)
+    for close in closing:
+        try:
+            close()
+        except Exception as exc:
+            log.warning("closing failed: %s", exc)

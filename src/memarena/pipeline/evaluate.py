@@ -1,0 +1,96 @@
+"""Stage 2: evaluation on the test split, every run of every view.
+
+``protocol.repetitions`` x ``protocol.runs`` runs (Avg@k / Pass@k per repetition) of each
+evaluation view (MemCo: each agent's local memory + the global memory; other methods: one
+view). With a frozen memory, ``protocol.concurrency`` episodes are stepped in lockstep and each
+episode is appended to ``episodes.jsonl`` as it ends; a memory that keeps learning runs as
+described in :mod:`memarena.pipeline.learning`. Finished episodes are kept on resume.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from memarena.agent import EpisodeRunner
+from memarena.core import ConfigError
+from memarena.pipeline.build import Parts
+from memarena.pipeline.learning import LearningRun
+from memarena.pipeline.tasks import cap_tasks
+from memarena.results import store as files
+from memarena.results.records import EpisodeRecord
+
+log = logging.getLogger(__name__)
+
+
+def evaluate(parts: Parts) -> list[EpisodeRecord]:
+    """Run what is missing and return this evaluation's records (the last of each episode)."""
+    memory, store, protocol = parts.memory, parts.store, parts.protocol
+    tasks = cap_tasks(parts.env.tasks(protocol.eval_split), protocol.max_eval_tasks)
+    if not tasks:
+        raise ConfigError(
+            f"env={parts.env.name} has no tasks in split {protocol.eval_split!r} "
+            "(protocol.eval_split / protocol.max_eval_tasks)"
+        )
+    memory.begin_phase("eval")
+    views = memory.eval_views()
+    wanted = {(v, run, t.id) for v in views for run in range(protocol.runs_total) for t in tasks}
+    existing = latest(r for r in store.read_records(files.EPISODES) if r.key in wanted)
+    learning = memory.learns and not memory.frozen
+    retries = store.read_records(files.REFLECTIONS) if learning else []
+    start = _start_snapshot(parts) if learning else None
+    for view in views:
+        memory.set_view(view)
+        for run in range(protocol.runs_total):
+            mine = [r for r in existing if r.agent == view and r.run == run]
+            runner = EpisodeRunner(
+                parts.env, parts.policy, memory, parts.settings, phase="eval", run=run
+            )
+            log.info(
+                "evaluation run %d%s: %d tasks (%d already done)",
+                run, f" (agent {view})" if view is not None else "", len(tasks), len(mine),
+            )  # fmt: skip
+            repetition = run // protocol.runs
+            if start is not None:  # every learning run starts from the acquired memory
+                memory.load(start)
+            before = memory.own_tokens()  # after the load, which resets the method's counters
+            if learning:
+                theirs = [r for r in retries if r.agent == view and r.run == run]
+                LearningRun(parts, run, view, repetition).play(runner, tasks, mine, theirs)
+            else:
+                done = {r.task_id for r in mine}
+                runner.run(
+                    [t for t in tasks if t.id not in done],
+                    on_finish=lambda r, run=run, view=view, rep=repetition: store.append_record(
+                        files.EPISODES,
+                        EpisodeRecord.of(
+                            r.trajectory,
+                            r.outcome,
+                            run=run,
+                            wall_s=r.wall_s,
+                            details=r.details,
+                            repetition=rep,
+                            agent=view,
+                        ),  # fmt: skip
+                    ),
+                )
+            parts.eval_memory_tokens += memory.own_tokens() - before
+    memory.set_view(None)
+    return latest(r for r in store.read_records(files.EPISODES) if r.key in wanted)
+
+
+def latest(records) -> list[EpisodeRecord]:
+    """One record per (agent, run, task): the last one written (a redone episode replaces its
+    part-written chunk's copy), in first-written order."""
+    out: dict[tuple, EpisodeRecord] = {}
+    for rec in records:
+        out[rec.key] = rec
+    return list(out.values())
+
+
+def _start_snapshot(parts: Parts) -> Path | None:
+    """The snapshot a learning evaluation starts from: ``protocol.snapshot_from`` or this
+    run's own (None when the method acquired nothing, e.g. EvoGraph's online setting)."""
+    if parts.snapshot_from is not None:
+        return parts.snapshot_from
+    return parts.store.memory_dir if parts.store.snapshot_complete() else None

@@ -1,0 +1,152 @@
+"""The episode record: one line of ``episodes.jsonl``, ``acquisition.jsonl`` and
+``reflections.jsonl``. The pipeline writes it and every reader (metrics, collection, reports,
+notebooks) reads it through this one type.
+
+Fields (JSON keys):
+
+- ``task_id``, ``split``, ``domain``: the task;
+- ``run``: the evaluation run (acquisition: the sample index of the task); ``repetition``:
+  ``run // protocol.runs`` (evaluation only); ``agent``: the evaluation view (MemCo's agent;
+  None for one-view methods);
+- ``success``, ``progress`` (in [0, 1]), ``steps``, ``status`` (one of
+  :data:`~memarena.core.types.EPISODE_STATUSES`), ``error`` (the error text when ``error``);
+- ``prompt_tokens``, ``completion_tokens``, ``tokens``: the agent's tokens in the episode;
+- ``memory_ids``: the memory entries shown to the agent; ``wall_s``: seconds;
+- ``update``: in an evaluation that learns, the index of the memory update the episode belongs
+  to (its tasks were observed together, ``protocol.update_every`` of them); a resume replays
+  the updates from these indices;
+- ``attempt``, ``context``: a retry's attempt number and the lessons it was shown
+  (``reflections.jsonl``);
+- ``details``: the episode's ``details()`` (BFCL: the checker's verdict);
+- ``trajectory``: the full trajectory (``Trajectory.to_dict``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from memarena.core.types import Outcome, Trajectory
+
+# keys older runs wrote that the record no longer keeps (their values are in other fields)
+_LEGACY_KEYS = frozenset({"outcome"})
+REQUIRED = ("task_id", "success", "progress", "steps", "status")
+
+
+@dataclass
+class EpisodeRecord:
+    task_id: str
+    split: str
+    domain: str
+    run: int
+    success: bool
+    progress: float
+    steps: int
+    status: str
+    error: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    tokens: int = 0
+    memory_ids: list[str] = field(default_factory=list)
+    wall_s: float = 0.0
+    repetition: int | None = None
+    agent: str | None = None
+    update: int | None = None
+    attempt: int | None = None
+    context: dict[str, Any] | None = None
+    details: dict[str, Any] | None = None
+    trajectory: dict[str, Any] | None = None
+
+    @classmethod
+    def of(
+        cls,
+        trajectory: Trajectory,
+        outcome: Outcome,
+        *,
+        run: int,
+        wall_s: float = 0.0,
+        details: dict[str, Any] | None = None,
+        with_trajectory: bool = True,
+        **extra: Any,
+    ) -> EpisodeRecord:
+        """The record of a finished episode (``extra``: repetition, agent, update, ...)."""
+        task = trajectory.task
+        return cls(
+            task_id=task.id,
+            split=task.split,
+            domain=task.domain,
+            run=run,
+            success=outcome.success,
+            progress=outcome.progress,
+            steps=outcome.steps,
+            status=outcome.status,
+            error=outcome.error,
+            prompt_tokens=outcome.prompt_tokens,
+            completion_tokens=outcome.completion_tokens,
+            tokens=outcome.tokens,
+            memory_ids=list(trajectory.memory_ids),
+            wall_s=round(wall_s, 4),
+            details=details or None,
+            trajectory=trajectory.to_dict() if with_trajectory else None,
+            **extra,
+        )
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> EpisodeRecord:
+        """A record from one JSON line; a key this type does not know is an error."""
+        known = {f.name for f in fields(cls)}
+        unknown = set(data) - known - _LEGACY_KEYS
+        if unknown:
+            raise ValueError(
+                f"episode record has unknown keys {sorted(unknown)}; known: {sorted(known)}"
+            )
+        missing = [
+            k for k in ("task_id", "success", "progress", "steps", "status") if k not in data
+        ]
+        if missing:
+            raise ValueError(f"episode record lacks {missing}; got keys {sorted(data)}")
+        values = {k: v for k, v in data.items() if k in known}
+        values.setdefault("split", "")
+        values.setdefault("domain", "")
+        values.setdefault("run", 0)
+        if values.get("tokens") is None:
+            values["tokens"] = int(values.get("prompt_tokens") or 0) + int(
+                values.get("completion_tokens") or 0
+            )
+        return cls(**values)
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON line's object; optional fields that are None are left out."""
+        out = asdict(self)
+        for key in ("repetition", "update", "attempt", "context", "details", "trajectory"):
+            if out[key] is None:
+                del out[key]
+        return out
+
+    @property
+    def key(self) -> tuple[str | None, int, str]:
+        """(agent, run, task_id): what identifies an evaluated episode in a run."""
+        return self.agent, self.run, self.task_id
+
+    def outcome(self) -> Outcome:
+        return Outcome(
+            success=self.success,
+            progress=self.progress,
+            steps=self.steps,
+            status=self.status,
+            error=self.error,
+            prompt_tokens=self.prompt_tokens,
+            completion_tokens=self.completion_tokens,
+        )
+
+    def pair(self) -> tuple[Trajectory, Outcome]:
+        """(trajectory, outcome), as the memory observed them; needs the trajectory."""
+        if self.trajectory is None:
+            raise ValueError(f"the record of {self.task_id} has no trajectory")
+        return Trajectory.from_dict(self.trajectory), self.outcome()
+
+
+def as_records(items: list[EpisodeRecord | Mapping[str, Any]]) -> list[EpisodeRecord]:
+    """Records from records or JSON objects (readers accept both)."""
+    return [r if isinstance(r, EpisodeRecord) else EpisodeRecord.from_json(r) for r in items]
