@@ -8,8 +8,8 @@
 #   bash experiments/reme.sh backbone=<preset>
 set -euo pipefail
 cd "$(dirname "$0")/.."
-for experiment in reme_table1 reme_table1_dynamic reme_table2 reme_table3 reme_table4 \
-  reme_table5 reme_fig4; do
+for experiment in reme_table1 reme_table1_dynamic reme_table2 reme_table3 reme_table4_14b \
+  reme_table4_32b reme_table5 reme_fig4; do
   python run.py -m experiment="$experiment" "$@"
 done
 if [[ -z "${SKIP_OTHER:-}" ]]; then

@@ -11,13 +11,20 @@ import pytest
 from conftest import ROOT, notebook_text, run_notebook
 from memarena.results import evograph_report as er
 from memarena.results.paper import paper_numbers
+from memarena.results.report_common import declaring_configs, experiment_configs
 
 EVOGRAPH_NB = ROOT / "notebooks" / "evograph.ipynb"
 PNG = b"\x89PNG\r\n\x1a\n"
 ENVS = {"pddl": "pddl", "hotpotqa": "hotpotqa_distractor", "fever": "fever_official"}
+CONFIGS = {c.name: c for c in experiment_configs()}  # conf/experiment/*.yaml
 
 
-def write_run(root, experiment, env, method, ablation, backbone, seed, metrics) -> Path:
+def write_run(root, config, env, method, ablation, backbone, seed, metrics) -> Path:
+    """A run as ``python run.py experiment=<config>`` writes it: under the config's
+    experiment_name, with its ``report`` node in metrics.json."""
+    declared = CONFIGS[config]
+    experiment = declared.experiment_name
+    report = {"paper": declared.paper, "tables": list(declared.tables)}
     part = f"{method}+{ablation.replace('/', '-')}" if ablation else method
     run_dir = root / experiment / env / part / backbone / f"seed{seed}"
     run_dir.mkdir(parents=True)
@@ -32,6 +39,7 @@ def write_run(root, experiment, env, method, ablation, backbone, seed, metrics) 
         "backbone": backbone,
         "backbone_is_llm": True,
         "seed": seed,
+        "report": report,
     }
     (run_dir / "metrics.json").write_text(json.dumps({**metrics, **ids}))
     return run_dir
@@ -133,7 +141,7 @@ def build_fake_tree(root: Path) -> Path:
                         }
                     run_dir = write_run(
                         root,
-                        "evograph_table1",
+                        f"evograph_table1_{setting}",
                         env,
                         method,
                         None,
@@ -177,9 +185,11 @@ def test_notebook_on_empty_results(tmp_path):
     out = tmp_path / "out"
     nb = run_notebook(EVOGRAPH_NB, params(tmp_path / "no_results", out))
     text = notebook_text(nb)
-    for exp in ("evograph_table1", "evograph_fig3"):
-        assert er.command_for(exp) in text
-    assert "python run.py -m experiment=evograph_table1_hotpotqa" in text
+    for section in er.SECTIONS:  # each section's hint names the configs that declare it
+        for config in declaring_configs("evograph", section):
+            assert f"  {config.command}" in text
+    assert "python run.py -m experiment=evograph_table1_hotpotqa backbone=<preset>" in text
+    assert er.command_for("table1") in text  # the case study
     assert "no EvoGraph-Mem memory snapshot found" in text
     gains = pd.read_csv(out / "table1_gains.csv")
     assert sorted(gains["paper_gain_pct"]) == [5.03, 10.44, 11.38, 21.75]
@@ -226,8 +236,12 @@ def test_notebook_on_fake_results(tmp_path):
 
 def test_long_metrics_and_summary(tmp_path):
     results = build_fake_tree(tmp_path / "r")
-    assert er.load_runs(results, "evograph_nope").empty
-    runs = er.load_runs(results, "evograph_fig3")
+    assert er.load_runs(results.parent / "nothing", "table1").empty
+    with pytest.raises(ValueError, match="'evograph_fig3' is not a evograph report section"):
+        er.load_runs(results, "evograph_fig3")
+    # Table 2 reads the Table 1 runs, which declare both
+    assert len(er.load_runs(results, "table2")) == len(er.load_runs(results, "table1")) == 36
+    runs = er.load_runs(results, "fig3")
     assert set(runs["variant_key"]) == set(er.FIG3_VARIANTS)
     assert set(runs["setting"]) == {"pddl", "hotpotqa", "fever"}
     s = er.summarize(er.long_metrics(runs))

@@ -10,14 +10,16 @@ import pytest
 from conftest import ROOT, notebook_text, run_notebook
 from memarena.results import memco_report as mr
 from memarena.results.paper import paper_numbers
+from memarena.results.report_common import declaring_configs, experiment_configs
 
 MEMCO_NB = ROOT / "notebooks" / "memco.ipynb"
 PNG = b"\x89PNG\r\n\x1a\n"
+CONFIGS = {c.name: c for c in experiment_configs()}  # conf/experiment/*.yaml
 
 
 def write_run(
     root: Path,
-    experiment: str,
+    config: str,
     env: str,
     method: str,
     ablation: str | None,
@@ -26,6 +28,11 @@ def write_run(
     metrics: dict,
     step_budget: int = 30,
 ) -> Path:
+    """A run as ``python run.py experiment=<config>`` writes it: under the config's
+    experiment_name, with its ``report`` node in metrics.json."""
+    declared = CONFIGS[config]
+    experiment = declared.experiment_name
+    report = {"paper": declared.paper, "tables": list(declared.tables)}
     part = f"{method}+{ablation.replace('/', '-')}" if ablation else method
     run_dir = root / experiment / env / part / backbone / f"seed{seed}"
     run_dir.mkdir(parents=True)
@@ -41,6 +48,7 @@ def write_run(
         "backbone": backbone,
         "backbone_is_llm": True,
         "seed": seed,
+        "report": report,
     }
     (run_dir / "metrics.json").write_text(json.dumps({**metrics, **ids}))
     return run_dir
@@ -71,7 +79,7 @@ def build_fake_tree(root: Path) -> Path:
         }.items():
             write_run(
                 root,
-                "memco_table1",
+                "memco_table1_alfworld",
                 "alfworld",
                 method,
                 None,
@@ -81,7 +89,7 @@ def build_fake_tree(root: Path) -> Path:
             )
             write_run(
                 root,
-                "memco_table1",
+                "memco_table1_fever",
                 "fever",
                 method,
                 None,
@@ -129,9 +137,11 @@ def test_notebook_on_empty_results(tmp_path):
     out = tmp_path / "out"
     nb = run_notebook(MEMCO_NB, params(tmp_path / "no_results", out))
     text = notebook_text(nb)
-    for exp in mr.EXPERIMENTS.values():
-        assert mr.command_for(exp) in text
-    assert "python run.py -m experiment=memco_table1_alfworld" in text
+    for section in mr.SECTIONS:  # each section's hint names the configs that declare it
+        for config in declaring_configs("memco", section):
+            assert f"  {config.command}" in text
+    assert "python run.py -m experiment=memco_table1_alfworld backbone=<preset>" in text
+    assert mr.command_for("table1") in text  # Appendix H
     assert "43.47" in text and "0.9929" in text  # the paper's numbers alone
     # paper-only figures and tables
     for name in ("fig4ab_threshold.png", "fig4cd_ablations.png", "fig3abc_memory_cost.png"):
@@ -174,10 +184,14 @@ def test_variant_and_backbone_keys():
 
 def test_load_runs_long_metrics_and_summary(tmp_path):
     results = build_fake_tree(tmp_path / "r")
-    assert mr.load_runs(results, "memco_table12").empty
-    runs = mr.load_runs(results, "memco_table13")
+    assert mr.load_runs(results, "table12").empty
+    runs = mr.load_runs(results, "table13")
     assert sorted(runs["step_budget"].unique()) == [10, 30, 50]
-    runs11 = mr.load_runs(results, "memco_table11")
+    assert set(runs["experiment"]) == {"memco_table13"}
+    assert set(mr.load_runs(results, "table1")["env"]) == {"alfworld", "fever"}
+    with pytest.raises(ValueError, match="'memco_table11' is not a memco report section"):
+        mr.load_runs(results, "memco_table11")
+    runs11 = mr.load_runs(results, "table11")
     long = mr.long_metrics(runs11)
     s = mr.summarize(long)
     fam = s[

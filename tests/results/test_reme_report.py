@@ -1,6 +1,7 @@
 """notebooks/reme.ipynb on an empty results dir and on a small fake results tree (Tables 1-5,
 Figure 4 cells, episodes for Figure 5, the cross-paper runs), plus unit tests of
-memarena.results.reme_report and the paper's stated numbers."""
+memarena.results.reme_report, of the selection of a section's runs by the report membership
+their metrics.json declares, and of the paper's stated numbers."""
 
 import json
 from pathlib import Path
@@ -11,14 +12,36 @@ import pytest
 from conftest import ROOT, notebook_text, run_notebook
 from memarena.results import reme_report as rr
 from memarena.results.paper import COLUMNS, paper_numbers
+from memarena.results.records import EpisodeRecord
+from memarena.results.report_common import declaring_configs, experiment_configs
 
 REME_NB = ROOT / "notebooks" / "reme.ipynb"
 PNG = b"\x89PNG\r\n\x1a\n"
 BB = "qwen3_8b"
 TASKS = [f"multi_turn_base_{i}" for i in range(10)]
+CONFIGS = {c.name: c for c in experiment_configs()}  # conf/experiment/*.yaml
 
 
-def write_run(root, experiment, env, method, ablation, seed, metrics, episodes=None) -> Path:
+def write_run(
+    root,
+    config,
+    env,
+    method,
+    ablation,
+    seed,
+    metrics,
+    episodes=None,
+    *,
+    experiment=None,
+    report=None,
+) -> Path:
+    """A run as ``python run.py experiment=<config>`` writes it: under the config's
+    experiment_name, with its ``report`` node in metrics.json; ``experiment`` / ``report``
+    override them (``report=False``: no node, as runs written before the pipeline had it)."""
+    declared = CONFIGS.get(config)
+    experiment = experiment or declared.experiment_name
+    if report is None:
+        report = {"paper": declared.paper, "tables": list(declared.tables)}
     part = f"{method}+{ablation}" if ablation else method
     run_dir = root / experiment / env / part / BB / f"seed{seed}"
     run_dir.mkdir(parents=True)
@@ -30,6 +53,7 @@ def write_run(root, experiment, env, method, ablation, seed, metrics, episodes=N
         "backbone": BB,
         "backbone_is_llm": True,
         "seed": seed,
+        **({"report": report} if report is not False else {}),
     }
     (run_dir / "metrics.json").write_text(json.dumps({**metrics, **ids}))
     lines = [json.dumps(e) for e in episodes or []]
@@ -106,7 +130,7 @@ def episodes_of(fails: dict) -> list[dict]:
 
 
 def build_fake_tree(root: Path) -> Path:
-    t1 = "reme_table1"
+    t1 = "reme_table1"  # the config file; reme_table1_dynamic writes into the same experiment
     write_run(
         root,
         t1,
@@ -142,7 +166,7 @@ def build_fake_tree(root: Path) -> Path:
     )
     write_run(
         root,
-        t1,
+        "reme_table1_dynamic",
         "bfcl",
         "reme",
         "dynamic",
@@ -162,7 +186,7 @@ def build_fake_tree(root: Path) -> Path:
     for name, avg in (("full_addition", 0.41), ("selective", 0.44), ("selective_reflection", 0.45)):
         write_run(root, "reme_table3", "bfcl", "reme", name, 0, at_k([avg] * 3, [0.65] * 3))
     write_run(
-        root, "reme_table4", "bfcl", "reme", "summ_qwen3_32b", 0, at_k([0.48] * 3, [0.69] * 3)
+        root, "reme_table4_32b", "bfcl", "reme", "summ_qwen3_32b", 0, at_k([0.48] * 3, [0.69] * 3)
     )
     for name, avg in (("key_task_query", 0.43), ("key_usage_scenario", 0.45)):
         write_run(root, "reme_table5", "bfcl", "reme", name, 0, at_k([avg] * 3, [0.66] * 3))
@@ -198,8 +222,17 @@ def test_notebook_on_empty_results(tmp_path):
     out = tmp_path / "out"
     nb = run_notebook(REME_NB, params(tmp_path / "no_results", out))
     text = notebook_text(nb)
-    for experiment in ("reme_table1", "reme_table1_dynamic", "reme_table3", "reme_fig4"):
+    for experiment in (
+        "reme_table1",
+        "reme_table1_dynamic",
+        "reme_table3",
+        "reme_table4_14b",
+        "reme_table4_32b",
+        "reme_fig4",
+    ):
         assert f"python run.py -m experiment={experiment} backbone=<preset>" in text
+    assert "experiment=reme_table3 backbone=<preset>   # after the reme_table1 runs" in text
+    assert "experiment=reme_table4 " not in text  # the old single Table 4 file is gone
     t1 = pd.read_csv(out / "table1.csv")
     assert len(t1) == 15 and (t1["BFCL-V3 Avg@4 ours"] == rr.NOT_RUN).all()
     row = t1[(t1["model"] == "qwen3-8b") & (t1["variant"] == "dynamic")].iloc[0]
@@ -276,6 +309,14 @@ def test_long_metrics_and_summary(tmp_path):
         "selective",
         "selective_reflection",
     ]
+    # reme_table1's No Memory / ReMe (fixed) runs are the base rows of Tables 2 and 4 and,
+    # with ReMe (dynamic), Figure 5's runs: what their configs declare
+    variants = {s: sorted(rr.load_runs(results, s)["variant_key"]) for s in rr.SECTIONS}
+    assert variants["table2"] == ["none", "reme", "trajectory"]
+    assert variants["table4"] == ["none", "reme", "summ_qwen3_32b"]
+    assert variants["fig5"] == ["dynamic", "none", "reme"]
+    with pytest.raises(ValueError, match="'table9' is not a reme report section"):
+        rr.load_runs(results, "table9")
     long = rr.long_metrics(rr.load_runs(results, "table1"))
     none = long[(long["variant"] == "none") & (long["metric"] == "avg_at_4")]
     assert sorted(none["value"]) == pytest.approx([40.0, 41.0, 42.0])
@@ -290,16 +331,100 @@ def test_long_metrics_and_summary(tmp_path):
     assert rr.cell(None) == rr.NOT_RUN
 
 
-def test_failure_category_mapping():
-    assert rr.failure_category(episode("t", 0, 0, False, STATE)).startswith("state mismatch")
-    assert rr.failure_category(episode("t", 0, 0, False, STATE, turns_done=2)) == rr.STEP_LIMIT
-    assert rr.failure_category(episode("t", 0, 0, False, STATE, status="budget")) == rr.STEP_LIMIT
-    assert rr.failure_category(episode("t", 0, 0, False, "multi_turn:force_terminated")) == (
-        rr.STEP_LIMIT
+def test_sections_read_the_declared_membership(tmp_path, capsys):
+    """A run feeds a section because its metrics.json declares it, whatever its experiment
+    name: an undeclared run of reme_table3 is in no section, a run of another experiment
+    that declares ReMe's table3 is in Table 3."""
+    results = tmp_path / "results"
+    write_run(
+        results,
+        "reme_table3",
+        "bfcl",
+        "reme",
+        "selective",
+        0,
+        at_k([0.44] * 3, [0.65] * 3),
+        report=False,
     )
-    assert rr.failure_category(episode("t", 0, 0, False, None, status="error")) == "episode error"
-    assert rr.failure_category(episode("t", 0, 0, False, "x:y")) == "x:y"
-    assert rr.failure_category({"status": "failure"}) == "unknown"
+    runs = rr.load_runs(results, "table3")
+    assert runs.empty and not rr.report_missing(runs, "table3")
+    hint = capsys.readouterr().out
+    assert "no results for reme table3 yet" in hint
+    assert "python run.py -m experiment=reme_table3 backbone=<preset>" in hint
+    mine = {"paper": "reme", "tables": ["table3"]}
+    write_run(
+        results,
+        None,
+        "bfcl",
+        "reme",
+        "full_addition",
+        0,
+        at_k([0.41] * 3, [0.60] * 3),
+        experiment="my_refinement_sweep",
+        report=mine,
+    )
+    # another paper's table3, and ReMe's other tables, are not ReMe's Table 3
+    for method, ablation, report in (
+        ("reme", "selective_reflection", {"paper": "memco", "tables": ["table3"]}),
+        ("none", None, {"paper": "reme", "tables": ["table1", "table2"]}),
+    ):
+        write_run(
+            results,
+            None,
+            "bfcl",
+            method,
+            ablation,
+            0,
+            at_k([0.5] * 3, [0.7] * 3),
+            experiment="reme_table3",
+            report=report,
+        )
+    runs = rr.load_runs(results, "table3")
+    assert list(runs["experiment"]) == ["my_refinement_sweep"]
+    assert list(runs["variant_key"]) == ["full_addition"]
+    assert rr.report_missing(runs, "table3") and capsys.readouterr().out == ""
+    t3 = rr.beside_paper(rr.summarize(rr.long_metrics(runs)), "table3").set_index("variant")
+    assert t3.loc["full_addition", "Avg@4 ours"] == "41.00 ± 0.00"
+    assert t3.loc["selective", "Avg@4 ours"] == rr.NOT_RUN
+    assert list(rr.load_runs(results, "table1")["variant_key"]) == ["none"]
+
+
+def test_undeclared_tree_feeds_no_section(tmp_path):
+    """The fake tree with the report node removed from every metrics.json (results written
+    before the pipeline declared membership) feeds no section."""
+    results = build_fake_tree(tmp_path / "r")
+    assert all(not rr.load_runs(results, s).empty for s in rr.SECTIONS)
+    for path in results.glob("**/metrics.json"):
+        data = json.loads(path.read_text())
+        del data["report"]
+        path.write_text(json.dumps(data))
+    assert all(rr.load_runs(results, s).empty for s in rr.SECTIONS)
+
+
+def test_hints_name_the_declaring_configs():
+    """Each section's hint lists the experiment configs that declare it, acquisition first."""
+    names = {s: [c.name for c in declaring_configs("reme", s)] for s in rr.SECTIONS}
+    assert names["table1"] == ["reme_table1", "reme_table1_dynamic"]
+    assert names["table3"] == ["reme_table1_dynamic", "reme_table3"]
+    assert names["table4"] == ["reme_table1", "reme_table4_14b", "reme_table4_32b"]
+    assert names["fig5"] == ["reme_table1", "reme_table1_dynamic"]
+    assert rr.command_for("table2") == (
+        "python run.py -m experiment=reme_table1 backbone=<preset>; "
+        "python run.py -m experiment=reme_table2 backbone=<preset>"
+    )
+
+
+def test_failure_category_mapping():
+    def category(*args, **kwargs) -> str:
+        return rr.failure_category(EpisodeRecord.from_json(episode("t", 0, 0, *args, **kwargs)))
+
+    assert category(False, STATE).startswith("state mismatch")
+    assert category(False, STATE, turns_done=2) == rr.STEP_LIMIT
+    assert category(False, STATE, status="budget") == rr.STEP_LIMIT
+    assert category(False, "multi_turn:force_terminated") == rr.STEP_LIMIT
+    assert category(False, None, status="error") == "episode error"
+    assert category(False, "x:y") == "x:y"
+    assert category(False, None) == "unknown"
     assert rr.k_of("k_10") == 10 and rr.k_of("key_keywords") is None
 
 
@@ -382,7 +507,8 @@ def test_reme_experiment_sweep_cells_compose(experiment):
         cfg = compose_cfg([f"experiment={experiment}", *cell])
         OmegaConf.resolve(cfg)
         assert cfg.experiment_name == text.experiment_name
+        assert cfg.report.paper == "reme" and set(cfg.report.tables) <= set(rr.SECTIONS)
         if cfg.protocol.snapshot_from:
-            assert "/reme_table1/bfcl/reme/" in cfg.protocol.snapshot_from
+            assert cfg.protocol.snapshot_from == "reme_table1"
         if cfg.env.name == "bfcl":
             assert cfg.protocol.runs == 4

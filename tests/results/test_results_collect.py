@@ -11,30 +11,50 @@ import pytest
 from memarena.results.collect import (
     collect,
     format_summary,
+    in_report,
     read_episodes,
     summary_table,
     to_markdown,
     write_tables,
 )
+from memarena.results.records import EpisodeRecord
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def write_run(root, experiment, env, variant, backbone, seed, metrics, *, ids=True):
+REPORT = {"paper": "memco", "tables": ["table1", "table11"]}
+
+
+def write_run(root, experiment, env, variant, backbone, seed, metrics, *, ids=True, report=REPORT):
+    """A run directory with metrics.json as the pipeline writes it (ids and the ``report``
+    node its config declared); ``ids=False``: no ids, ``report=None``: no report node."""
     run_dir = root / experiment / env / variant / backbone / f"seed{seed}"
     run_dir.mkdir(parents=True)
     method, _, ablation = variant.partition("+")
-    keys = {"experiment": experiment, "env": env, "method": method,
-            "ablation": ablation or None, "backbone": backbone,
-            "backbone_is_llm": backbone != "scripted", "seed": seed}
+    keys = {
+        "experiment": experiment,
+        "env": env,
+        "method": method,
+        "ablation": ablation or None,
+        "backbone": backbone,
+        "backbone_is_llm": backbone != "scripted",
+        "seed": seed,
+        **({"report": report} if report is not None else {}),
+    }
     (run_dir / "metrics.json").write_text(json.dumps({**metrics, **(keys if ids else {})}))
     return run_dir
 
 
 def m(success, progress, steps=10.0, tokens=500.0, **extra):
-    return {"success_rate": success, "progress_rate": progress, "avg_steps": steps,
-            "n_episodes": 10, "tokens_per_task": tokens,
-            "per_domain": {"kitchen": {"success_rate": success, "n_episodes": 10}}, **extra}
+    return {
+        "success_rate": success,
+        "progress_rate": progress,
+        "avg_steps": steps,
+        "n_episodes": 10,
+        "tokens_per_task": tokens,
+        "per_domain": {"kitchen": {"success_rate": success, "n_episodes": 10}},
+        **extra,
+    }
 
 
 @pytest.fixture
@@ -42,11 +62,28 @@ def tree(tmp_path):
     root = tmp_path / "results"
     write_run(root, "t1", "pddl", "none", "scripted", 0, m(0.4, 0.5))
     write_run(root, "t1", "pddl", "none", "scripted", 1, m(0.6, 0.7))
-    write_run(root, "t1", "pddl", "memco+local_only", "scripted", 0,
-              m(0.8, 0.9, avg_at_k=0.75, pass_at_k=1.0))
-    # no identification keys in the file: they are read off the path
-    write_run(root, "t1", "pddl", "memco+local_only", "scripted", 1,
-              m(0.7, 0.8, avg_at_k=0.65, pass_at_k=0.9), ids=False)
+    write_run(
+        root,
+        "t1",
+        "pddl",
+        "memco+local_only",
+        "scripted",
+        0,
+        m(0.8, 0.9, avg_at_k=0.75, pass_at_k=1.0),
+    )
+    # no identification keys and no report node in the file (older results): the keys are
+    # read off the path, the membership is empty
+    write_run(
+        root,
+        "t1",
+        "pddl",
+        "memco+local_only",
+        "scripted",
+        1,
+        m(0.7, 0.8, avg_at_k=0.65, pass_at_k=0.9),
+        ids=False,
+        report=None,
+    )
     (root / "tables").mkdir()  # an output folder next to the runs is ignored
     snapshot = root / "t1/pddl/none/scripted/seed0/memory"
     snapshot.mkdir()
@@ -60,7 +97,11 @@ def test_collect_one_row_per_run(tree):
     assert sorted(df["variant"].unique()) == ["memco+local_only", "none"]
     row = df[(df.variant == "memco+local_only") & (df.seed == 1)].iloc[0]
     assert (row.method, row.ablation, row.backbone, row.env) == (
-        "memco", "local_only", "scripted", "pddl")
+        "memco",
+        "local_only",
+        "scripted",
+        "pddl",
+    )
     assert row["per_domain/kitchen/success_rate"] == 0.7
     assert Path(row.run_dir) == tree / "t1/pddl/memco+local_only/scripted/seed1"
     # any folder inside the tree works too; ids still come from the file or the path
@@ -68,17 +109,34 @@ def test_collect_one_row_per_run(tree):
     assert len(sub) == 2 and set(sub["ablation"]) == {"local_only"}
 
 
+def test_collect_report_membership(tree):
+    """``report_paper`` / ``report_tables`` hold what the run's config declared (empty for runs
+    without the node), not flattened ``report/...`` columns; :func:`in_report` selects by it."""
+    df = collect(tree)
+    assert not [c for c in df.columns if c.startswith("report/")]
+    old = df["run_dir"].str.endswith("memco+local_only/scripted/seed1")
+    assert df.loc[old, "report_paper"].isna().all()
+    assert list(df.loc[old, "report_tables"]) == [()]
+    assert set(df.loc[~old, "report_paper"]) == {"memco"}
+    assert set(df.loc[~old, "report_tables"]) == {("table1", "table11")}
+    assert list(in_report(df, "memco", "table1")) == list(~old)
+    assert not in_report(df, "memco", "table12").any()  # exact names, no prefix match
+    assert not in_report(df, "reme", "table1").any()
+    assert not in_report(df.iloc[:0], "memco", "table1").any()
+    assert df.columns.get_loc("report_tables") == df.columns.get_loc("variant") + 2
+
+
 def test_summary_mean_std_over_seeds(tree):
     s = summary_table(collect(tree), ["success_rate", "avg_at_k"])
     none = s[s.variant == "none"].iloc[0]
     # none: success 0.4, 0.6 -> mean 0.5, sample std sqrt(0.1^2 + 0.1^2) = 0.1414
     assert none.n_seeds == 2 and none.success_rate_mean == pytest.approx(0.5)
-    assert none.success_rate_std == pytest.approx(0.02 ** 0.5)
+    assert none.success_rate_std == pytest.approx(0.02**0.5)
     assert pd.isna(none.avg_at_k_mean)  # k = 1 runs have no Avg@k
     memco = s[s.variant == "memco+local_only"].iloc[0]
     # memco: Avg@k 0.75, 0.65 -> 0.70 ± 0.0707
     assert memco.avg_at_k_mean == pytest.approx(0.70)
-    assert memco.avg_at_k_std == pytest.approx(0.005 ** 0.5)
+    assert memco.avg_at_k_std == pytest.approx(0.005**0.5)
     assert not none.backbone_is_llm
 
     md = to_markdown(format_summary(s))
@@ -109,25 +167,48 @@ def test_write_tables_and_read_episodes(tree, tmp_path):
     # default metrics + avg_at_k / pass_at_k since some run has them
     assert {"success_rate_mean", "tokens_per_task_std", "pass_at_k_mean"} <= set(summary.columns)
     run_dir = tree / "t1/pddl/none/scripted/seed0"
-    (run_dir / "episodes.jsonl").write_text('{"task_id": "a", "success": true}\n\n')
-    assert read_episodes(run_dir) == [{"task_id": "a", "success": True}]
+    line = {"task_id": "a", "success": True, "progress": 1.0, "steps": 3, "status": "success"}
+    (run_dir / "episodes.jsonl").write_text(json.dumps(line) + "\n\n")
+    assert read_episodes(run_dir) == [EpisodeRecord.from_json(line)]
 
 
 def test_make_tables_cli(tree, tmp_path):
     out = tmp_path / "tables"
-    cmd = [sys.executable, str(REPO / "scripts/make_tables.py"), "--results-dir", str(tree),
-           "--out", str(out), "--metrics", "success_rate", "progress_rate"]
+    cmd = [
+        sys.executable,
+        str(REPO / "scripts/make_tables.py"),
+        "--results-dir",
+        str(tree),
+        "--out",
+        str(out),
+        "--metrics",
+        "success_rate",
+        "progress_rate",
+    ]
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     md = (out / "summary.md").read_text()
     assert "memco+local_only" in md and "0.750 ± 0.071" in md  # success 0.8, 0.7
     assert md.split("-->")[1].strip() in res.stdout
     csv = pd.read_csv(out / "summary.csv")
-    assert list(csv.columns) == ["experiment", "env", "variant", "backbone", "n_seeds",
-                                 "backbone_is_llm", "success_rate_mean", "success_rate_std",
-                                 "progress_rate_mean", "progress_rate_std"]
+    assert list(csv.columns) == [
+        "experiment",
+        "env",
+        "variant",
+        "backbone",
+        "n_seeds",
+        "backbone_is_llm",
+        "success_rate_mean",
+        "success_rate_std",
+        "progress_rate_mean",
+        "progress_rate_std",
+    ]
     assert len(pd.read_csv(out / "runs.csv")) == 4
 
-    res = subprocess.run([*cmd[:2], "--results-dir", str(tmp_path / "empty")],
-                         capture_output=True, text=True, timeout=120)
+    res = subprocess.run(
+        [*cmd[:2], "--results-dir", str(tmp_path / "empty")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert res.returncode == 2 and "does not exist" in res.stderr

@@ -4,7 +4,9 @@ Reads only the results layout::
 
     <results_dir>/<experiment>/<env>/<method>[+<ablation>]/<backbone>/seed<k>/metrics.json
 
-:func:`collect` gives one row per run directory (identification keys + flattened metrics);
+:func:`collect` gives one row per run directory (identification keys, the report membership
+the run's config declares, flattened metrics); :func:`in_report` selects the runs of one paper
+section by that membership;
 :func:`summary_table` aggregates seeds into mean / std columns; :func:`format_summary` and
 :func:`to_markdown` render it; :func:`write_tables` writes ``runs.csv``, ``summary.csv`` and
 ``summary.md``; :func:`plot_summary` draws bars with error bars over seeds.
@@ -15,18 +17,20 @@ from __future__ import annotations
 import json
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from memarena.results.metrics import flatten
+from memarena.results.records import EpisodeRecord
 
 log = logging.getLogger(__name__)
 
 LAYOUT = "<experiment>/<env>/<method>[+<ablation>]/<backbone>/seed<k>/metrics.json"
 ID_KEYS = ("experiment", "env", "method", "ablation", "backbone", "backbone_is_llm", "seed")
+REPORT_COLUMNS = ("report_paper", "report_tables")
 DEFAULT_BY = ("experiment", "env", "variant", "backbone")
 DEFAULT_METRICS = ("success_rate", "progress_rate", "avg_steps", "tokens_per_task")
 OPTIONAL_METRICS = ("avg_at_k", "pass_at_k")
@@ -44,9 +48,43 @@ def _ids_from_path(run_dir: Path) -> dict[str, Any]:
         return {}
     experiment, env, variant, backbone, seed = parts
     method, _, ablation = variant.partition("+")
-    return {"experiment": experiment, "env": env, "method": method,
-            "ablation": ablation or "none", "backbone": backbone, "seed": int(seed[4:]),
-            "variant": variant}
+    return {
+        "experiment": experiment,
+        "env": env,
+        "method": method,
+        "ablation": ablation or "none",
+        "backbone": backbone,
+        "seed": int(seed[4:]),
+        "variant": variant,
+    }
+
+
+def membership(metrics: Mapping[str, Any]) -> dict[str, Any]:
+    """The report membership a run's config declared, from its metrics.json ``report`` node
+    (``{"paper": <str|null>, "tables": [<str>, ...]}``, copied from the config's ``report``):
+    ``report_paper`` (str, or None when none is declared) and ``report_tables`` (a tuple of
+    section names such as ``("table1", "fig5")``, empty when none is declared). Runs written
+    before the pipeline wrote ``report`` have empty membership."""
+    node = metrics.get("report")
+    node = node if isinstance(node, Mapping) else {}
+    paper = node.get("paper")
+    tables = node.get("tables") or ()
+    if isinstance(tables, str):
+        tables = (tables,)
+    return {
+        "report_paper": str(paper) if paper not in (None, "") else None,
+        "report_tables": tuple(str(t) for t in tables),
+    }
+
+
+def in_report(df: pd.DataFrame, paper: str, section: str) -> pd.Series:
+    """Boolean mask of the rows of :func:`collect` whose run declared ``paper``'s ``section``:
+    ``report_paper == paper`` and ``section in report_tables`` (exact names: ``table1`` does
+    not match ``table11``)."""
+    if df.empty or not set(REPORT_COLUMNS) <= set(df.columns):
+        return pd.Series(False, index=df.index, dtype=bool)
+    tables = df["report_tables"].map(lambda t: section in t if isinstance(t, tuple) else False)
+    return (df["report_paper"] == paper) & tables
 
 
 def collect(results_dir: str | Path) -> pd.DataFrame:
@@ -55,8 +93,10 @@ def collect(results_dir: str | Path) -> pd.DataFrame:
     ``results_dir`` may be the results root or any folder inside it (one experiment, one env).
     Identification keys come from ``metrics.json`` (written by the pipeline) and, where it
     lacks them, from the directory names. ``variant`` is ``method`` or ``method+ablation``.
-    Nested metrics are flattened (``per_domain/<domain>/success_rate``,
-    ``success_rate_ci95/0``); ``run_dir`` holds the run directory.
+    ``report_paper`` / ``report_tables`` hold the paper sections the run's config declared
+    (:func:`membership`; select with :func:`in_report`). Other nested metrics are flattened
+    (``per_domain/<domain>/success_rate``, ``success_rate_ci95/0``); ``run_dir`` holds the
+    run directory.
     """
     root = Path(results_dir)
     files = sorted(f for f in root.glob("**/metrics.json") if _is_run_dir(f.parent))
@@ -72,30 +112,35 @@ def collect(results_dir: str | Path) -> pd.DataFrame:
         try:
             metrics = json.loads(path.read_text())
         except json.JSONDecodeError as e:
-            raise ValueError(f"memarena: {path} is not valid JSON ({e}); rerun that run "
-                             "or delete its directory") from e
+            raise ValueError(
+                f"memarena: {path} is not valid JSON ({e}); rerun that run or delete its directory"
+            ) from e
         ids = _ids_from_path(path.parent)
         ids.update({k: metrics[k] for k in ID_KEYS if metrics.get(k) is not None})
         missing = [k for k in ("experiment", "env", "method", "backbone", "seed") if k not in ids]
         if missing:
-            raise ValueError(f"memarena: {path} lacks {missing} and its path does not follow "
-                             f"{LAYOUT}; cannot tell which run it belongs to")
+            raise ValueError(
+                f"memarena: {path} lacks {missing} and its path does not follow "
+                f"{LAYOUT}; cannot tell which run it belongs to"
+            )
         ids.setdefault("ablation", "none")
         if "variant" not in ids:
             no_abl = ids["ablation"] in _NO_ABLATION
             ids["variant"] = ids["method"] if no_abl else f"{ids['method']}+{ids['ablation']}"
-        values = {k: v for k, v in flatten(metrics).items() if k not in ids}
-        rows.append({**ids, **values, "run_dir": str(path.parent)})
+        plain = {k: v for k, v in metrics.items() if k != "report"}
+        values = {k: v for k, v in flatten(plain).items() if k not in ids}
+        rows.append({**ids, **membership(metrics), **values, "run_dir": str(path.parent)})
     df = pd.DataFrame(rows)
-    first = [c for c in (*ID_KEYS, "variant") if c in df.columns]
+    first = [c for c in (*ID_KEYS, "variant", *REPORT_COLUMNS) if c in df.columns]
     return df[first + [c for c in df.columns if c not in first]]
 
 
 def _check_columns(df: pd.DataFrame, names: Sequence[str], what: str) -> None:
     missing = [c for c in names if c not in df.columns]
     if missing:
-        numeric = [c for c in df.columns
-                   if pd.api.types.is_numeric_dtype(df[c]) and c not in ID_KEYS]
+        numeric = [
+            c for c in df.columns if pd.api.types.is_numeric_dtype(df[c]) and c not in ID_KEYS
+        ]
         available = numeric if what == "metrics" else list(df.columns)
         raise ValueError(f"memarena: unknown {what} {missing}; available: {available}")
 
@@ -105,8 +150,9 @@ def default_metrics(df: pd.DataFrame) -> list[str]:
     return [*DEFAULT_METRICS, *(m for m in OPTIONAL_METRICS if m in df.columns)]
 
 
-def summary_table(df: pd.DataFrame, metrics: Sequence[str] | None = None,
-                  by: Sequence[str] = DEFAULT_BY) -> pd.DataFrame:
+def summary_table(
+    df: pd.DataFrame, metrics: Sequence[str] | None = None, by: Sequence[str] = DEFAULT_BY
+) -> pd.DataFrame:
     """Mean and sample std over seeds of each metric, per ``by`` group.
 
     Columns: ``by``..., ``n_seeds``, ``backbone_is_llm`` (when known), then ``<metric>_mean``
@@ -121,8 +167,9 @@ def summary_table(df: pd.DataFrame, metrics: Sequence[str] | None = None,
     if "backbone_is_llm" in df.columns and "backbone_is_llm" not in by:
         out["backbone_is_llm"] = groups["backbone_is_llm"].first()
     for m in metrics:
-        values = pd.to_numeric(df[m], errors="coerce").groupby([df[c] for c in by],
-                                                                dropna=False, sort=True)
+        values = pd.to_numeric(df[m], errors="coerce").groupby(
+            [df[c] for c in by], dropna=False, sort=True
+        )
         out[f"{m}_mean"] = values.mean()
         out[f"{m}_std"] = values.std(ddof=1)
     return out.reset_index()
@@ -151,13 +198,16 @@ def format_summary(summary: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
     keep = [c for c in summary.columns if not c.endswith(("_mean", "_std"))]
     out = summary[keep].copy()
     for m in metrics_of(summary):
-        out[m] = [format_mean_std(a, b, digits)
-                  for a, b in zip(summary[f"{m}_mean"], summary[f"{m}_std"], strict=True)]
+        out[m] = [
+            format_mean_std(a, b, digits)
+            for a, b in zip(summary[f"{m}_mean"], summary[f"{m}_std"], strict=True)
+        ]
     return out
 
 
 def to_markdown(df: pd.DataFrame) -> str:
     """A GitHub pipe table of ``df`` (no index), without the ``tabulate`` package."""
+
     def cell(v: Any) -> str:
         return str(v).replace("|", "\\|").replace("\n", " ")
 
@@ -167,37 +217,58 @@ def to_markdown(df: pd.DataFrame) -> str:
     numeric = [pd.api.types.is_numeric_dtype(df[c]) for c in df.columns]
 
     def line(values: list[str]) -> str:
-        padded = [v.rjust(w) if num else v.ljust(w)
-                  for v, w, num in zip(values, widths, numeric, strict=True)]
+        padded = [
+            v.rjust(w) if num else v.ljust(w)
+            for v, w, num in zip(values, widths, numeric, strict=True)
+        ]
         return "| " + " | ".join(padded) + " |"
 
-    sep = "|" + "|".join(("-" * (w + 1) + ":") if num else ("-" * (w + 2))
-                         for w, num in zip(widths, numeric, strict=True)) + "|"
+    sep = (
+        "|"
+        + "|".join(
+            ("-" * (w + 1) + ":") if num else ("-" * (w + 2))
+            for w, num in zip(widths, numeric, strict=True)
+        )
+        + "|"
+    )
     return "\n".join([line(header), sep, *(line(r) for r in rows)]) + "\n"
 
 
-def write_tables(df: pd.DataFrame, out_dir: str | Path, metrics: Sequence[str] | None = None,
-                 by: Sequence[str] = DEFAULT_BY, digits: int = 3) -> dict[str, Path]:
+def write_tables(
+    df: pd.DataFrame,
+    out_dir: str | Path,
+    metrics: Sequence[str] | None = None,
+    by: Sequence[str] = DEFAULT_BY,
+    digits: int = 3,
+) -> dict[str, Path]:
     """Write ``runs.csv`` (one row per run), ``summary.csv`` (numeric mean/std over seeds) and
     ``summary.md`` (``mean ± std``) into ``out_dir``; returns their paths by name."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     summary = summary_table(df, metrics, by)
-    paths = {"runs_csv": out / "runs.csv", "summary_csv": out / "summary.csv",
-             "summary_md": out / "summary.md"}
+    paths = {
+        "runs_csv": out / "runs.csv",
+        "summary_csv": out / "summary.csv",
+        "summary_md": out / "summary.md",
+    }
     df.to_csv(paths["runs_csv"], index=False)
     summary.to_csv(paths["summary_csv"], index=False)
     n_runs = len(df)
     body = to_markdown(format_summary(summary, digits))
     paths["summary_md"].write_text(
         f"<!-- generated by memarena.results.collect.write_tables from {n_runs} runs; "
-        "mean ± sample std over seeds -->\n\n" + body)
+        "mean ± sample std over seeds -->\n\n" + body
+    )
     log.info("wrote %s", ", ".join(str(p) for p in paths.values()))
     return paths
 
 
-def plot_summary(summary: pd.DataFrame, metrics: Sequence[str] = ("success_rate",
-                 "progress_rate"), path: str | Path | None = None, hue: str = "variant"):
+def plot_summary(
+    summary: pd.DataFrame,
+    metrics: Sequence[str] = ("success_rate", "progress_rate"),
+    path: str | Path | None = None,
+    hue: str = "variant",
+):
     """Bars of each metric's mean per ``hue`` with error bars of the std over seeds.
 
     The x axis holds the other group columns that vary (env, experiment, backbone). Saves
@@ -205,24 +276,30 @@ def plot_summary(summary: pd.DataFrame, metrics: Sequence[str] = ("success_rate"
     """
     import matplotlib.pyplot as plt
 
-    group_cols = [c for c in summary.columns if not c.endswith(("_mean", "_std"))
-                  and c not in ("n_seeds", "backbone_is_llm")]
+    group_cols = [
+        c
+        for c in summary.columns
+        if not c.endswith(("_mean", "_std")) and c not in ("n_seeds", "backbone_is_llm")
+    ]
     _check_columns(summary, [hue, *(f"{m}_mean" for m in metrics)], "columns")
     x_cols = [c for c in group_cols if c != hue and summary[c].nunique(dropna=False) > 1]
-    labels = (summary[x_cols].astype(str).agg("\n".join, axis=1) if x_cols
-              else pd.Series("all", index=summary.index))
+    labels = (
+        summary[x_cols].astype(str).agg("\n".join, axis=1)
+        if x_cols
+        else pd.Series("all", index=summary.index)
+    )
     xs, hues = list(dict.fromkeys(labels)), list(dict.fromkeys(summary[hue].astype(str)))
     width = 0.8 / len(hues)
     panel_w = max(4.0, 0.8 * len(xs) * len(hues))
-    fig, axes = plt.subplots(1, len(metrics), figsize=(panel_w * len(metrics), 3.6),
-                             squeeze=False)
+    fig, axes = plt.subplots(1, len(metrics), figsize=(panel_w * len(metrics), 3.6), squeeze=False)
     for ax, m in zip(axes[0], metrics, strict=True):
         for j, h in enumerate(hues):
             sub = summary[summary[hue].astype(str) == h]
             offset = (j - (len(hues) - 1) / 2) * width
             pos = [xs.index(label) + offset for label in labels[sub.index]]
-            ax.bar(pos, sub[f"{m}_mean"], width, yerr=sub[f"{m}_std"].fillna(0.0), capsize=3,
-                   label=h)
+            ax.bar(
+                pos, sub[f"{m}_mean"], width, yerr=sub[f"{m}_std"].fillna(0.0), capsize=3, label=h
+            )
         ax.set_xticks(range(len(xs)), xs)
         ax.set_title(m)
         if m.endswith(("_rate", "_at_k")):
@@ -235,11 +312,12 @@ def plot_summary(summary: pd.DataFrame, metrics: Sequence[str] = ("success_rate"
     return fig
 
 
-def read_episodes(run_dir: str | Path) -> list[dict]:
+def read_episodes(run_dir: str | Path) -> list[EpisodeRecord]:
     """The evaluated episode records of one run (``episodes.jsonl``)."""
     path = Path(run_dir) / "episodes.jsonl"
     if not path.exists():
-        raise FileNotFoundError(f"memarena: {path} does not exist; is {run_dir} a run directory "
-                                f"({LAYOUT})?")
+        raise FileNotFoundError(
+            f"memarena: {path} does not exist; is {run_dir} a run directory ({LAYOUT})?"
+        )
     with path.open() as f:
-        return [json.loads(line) for line in f if line.strip()]
+        return [EpisodeRecord.from_json(json.loads(line)) for line in f if line.strip()]

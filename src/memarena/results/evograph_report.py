@@ -3,8 +3,11 @@ Figure 2 case study from the results tree.
 
 Reads ``<results>/<experiment>/<env>/<method>[+<ablation>]/<backbone>/seed<k>/metrics.json``
 (via :func:`memarena.results.collect.collect`) and puts the numbers EvoGraph-Mem's prose states
-(:func:`memarena.results.paper.paper_numbers` ``("evograph")``) beside ours. Every function
-accepts an empty result and then returns an empty frame / draws the paper's numbers alone.
+(:func:`memarena.results.paper.paper_numbers` ``("evograph")``) beside ours. A section
+(:data:`SECTIONS`) reads every run whose config declared it (``report: {paper: evograph,
+tables: [...]}`` in ``conf/experiment/evograph_*.yaml``, copied into metrics.json), whatever its
+experiment name. Every function accepts an empty result and then returns an empty frame / draws
+the paper's numbers alone.
 
 Conventions: ``setting`` is the benchmark (``pddl``, ``hotpotqa``, ``fever``: the env name
 without its dataset suffix, so ``hotpotqa_distractor`` and ``fever_official`` count); the
@@ -35,11 +38,13 @@ from memarena.results.collect import format_mean_std
 from memarena.results.paper import paper_numbers
 from memarena.results.report_common import (  # noqa: F401  (re-exported for the notebook)
     backbone_key,
-    experiment_runs,
+    check_section,
     mean_bars,
     purpose_tokens,
     run_ids,
     save_figure,
+    section_commands,
+    section_runs,
     variant_key,
     write_table,
 )
@@ -50,15 +55,9 @@ from memarena.results.report_common import report_missing as _report_missing
 __all__ = ["backbone_key", "variant_key", "write_table"]  # re-exported for the notebook
 
 PAPER = "evograph"
-EXPERIMENTS = {"table1": "evograph_table1", "table2": "evograph_table1", "fig3": "evograph_fig3"}
-CONFIGS = {
-    "evograph_table1": (
-        "evograph_table1_pddl",
-        "evograph_table1_hotpotqa",
-        "evograph_table1_fever",
-    ),
-    "evograph_fig3": ("evograph_fig3",),
-}
+# the report sections a run's config may declare (report.tables): Table 1, Table 2 (the token
+# counts of the Table 1 runs) and Figure 3; the Figure 2 case study reads any saved snapshot
+SECTIONS = ("table1", "table2", "fig3")
 SETTINGS = ("pddl", "hotpotqa", "fever")
 SCORE = {"pddl": "progress", "hotpotqa": "em", "fever": "em"}
 METHOD_ORDER = (
@@ -74,10 +73,10 @@ FIG3_VARIANTS = ("add_keep", "add_keep_archive", "all")
 CONTROL = "evograph"
 
 
-def command_for(experiment: str) -> str:
-    """The command(s) that produce the results of ``experiment``."""
-    configs = CONFIGS.get(experiment, (experiment,))
-    return "; ".join(f"python run.py -m experiment={c} backbone=<preset>" for c in configs)
+def command_for(section: str, conf_dir: str | Path | None = None) -> str:
+    """The commands of the experiment configs that declare ``section`` (``conf_dir``: default
+    the repository's ``conf/``)."""
+    return section_commands(PAPER, check_section(section, SECTIONS, PAPER), conf_dir)
 
 
 def setting_of(env: object) -> str:
@@ -85,18 +84,19 @@ def setting_of(env: object) -> str:
     return str(env).split("_")[0]
 
 
-def load_runs(results_dir: str | Path, experiment: str) -> pd.DataFrame:
-    """The run rows of ``experiment`` (empty frame when it has no results yet), with
-    ``variant_key`` and ``setting`` added."""
-    runs = experiment_runs(results_dir, experiment)
+def load_runs(results_dir: str | Path, section: str) -> pd.DataFrame:
+    """The runs whose config declares EvoGraph-Mem's ``section`` (:data:`SECTIONS`; empty
+    frame when none has results yet), with ``variant_key`` and ``setting`` added."""
+    runs = section_runs(results_dir, PAPER, check_section(section, SECTIONS, PAPER))
     if not runs.empty:
         runs["setting"] = runs["env"].map(setting_of)
     return runs
 
 
-def report_missing(runs: pd.DataFrame, experiment: str) -> bool:
-    """Print the one-line hint when ``experiment`` has no results; True when it has some."""
-    return _report_missing(runs, experiment, command_for(experiment))
+def report_missing(runs: pd.DataFrame, section: str, conf_dir: str | Path | None = None) -> bool:
+    """Print which experiment configs declare ``section`` when it has no runs; True when it
+    has some."""
+    return _report_missing(runs, PAPER, check_section(section, SECTIONS, PAPER), conf_dir)
 
 
 def long_metrics(runs: pd.DataFrame) -> pd.DataFrame:

@@ -2,8 +2,11 @@
 
 Reads ``<results>/<experiment>/<env>/<method>[+<ablation>]/<backbone>/seed<k>/metrics.json``
 (via :func:`memarena.results.collect.collect`) and puts the paper's reported numbers
-(:func:`memarena.results.paper.paper_numbers`) beside ours. Every function accepts an empty
-result and then returns an empty frame / draws the paper's numbers alone.
+(:func:`memarena.results.paper.paper_numbers`) beside ours. A section (:data:`SECTIONS`) reads
+every run whose config declared it (``report: {paper: memco, tables: [...]}`` in
+``conf/experiment/memco_*.yaml``, copied into metrics.json), whatever its experiment name.
+Every function accepts an empty result and then returns an empty frame / draws the paper's
+numbers alone.
 
 Conventions: accuracy and progress are in percent (the paper's unit); ``setting`` is ``fever``,
 ``pddl``, ``scienceworld``, ``alfworld`` (pooled) and ``alfworld_familiar`` /
@@ -26,25 +29,22 @@ from memarena.results.collect import format_mean_std
 from memarena.results.paper import paper_numbers
 from memarena.results.report_common import (  # noqa: F401  (re-exported for the notebook)
     backbone_key,
-    experiment_runs,
+    check_section,
     mean_bars,
     mean_line,
     run_ids,
     save_figure,
+    section_commands,
+    section_runs,
     variant_key,
     write_table,
 )
 from memarena.results.report_common import report_missing as _report_missing
 
-EXPERIMENTS = {
-    "table1": "memco_table1",
-    "table3": "memco_table3",
-    "table4": "memco_table4",
-    "table11": "memco_table11",
-    "table12": "memco_table12",
-    "table13": "memco_table13",
-    "table14": "memco_table14",
-}
+PAPER = "memco"
+# the report sections a run's config may declare (report.tables): the main Tables 1, 3, 4 (Table
+# 1 also feeds Appendix H) and the ablation Tables 11-14 with their Figures 3-5
+SECTIONS = ("table1", "table3", "table4", "table11", "table12", "table13", "table14")
 METHOD_ORDER = ("icl", "amem", "a_mem", "memskill", "memrl", "gmemory", "g_memory", "memco")
 SCOPE_VARIANTS = ("local_only", "global_only", "empirical", "concat_l5g5", "memco")
 FACET_VARIANTS = (
@@ -82,18 +82,10 @@ MEMORY_COST = {
 }
 
 
-# experiment_name -> the experiment configs that write it (conf/experiment/<config>.yaml)
-CONFIGS = {
-    "memco_table1": ("memco_table1_fever", "memco_table1_pddl", "memco_table1_alfworld"),
-    "memco_table3": ("memco_table3_fever",),
-    "memco_table4": ("memco_table4_scienceworld",),
-}
-
-
-def command_for(experiment: str) -> str:
-    """The command(s) that produce the results of ``experiment``."""
-    configs = CONFIGS.get(experiment, (experiment,))
-    return "; ".join(f"python run.py -m experiment={c}" for c in configs)
+def command_for(section: str, conf_dir: str | Path | None = None) -> str:
+    """The commands of the experiment configs that declare ``section`` (``conf_dir``: default
+    the repository's ``conf/``)."""
+    return section_commands(PAPER, check_section(section, SECTIONS, PAPER), conf_dir)
 
 
 def _step_budget(run_dir: str) -> float:
@@ -106,18 +98,20 @@ def _step_budget(run_dir: str) -> float:
     return float(value) if value is not None else math.nan
 
 
-def load_runs(results_dir: str | Path, experiment: str) -> pd.DataFrame:
-    """The run rows of ``experiment`` (empty frame when it has no results yet), with
-    ``variant_key`` and ``step_budget`` (from each run's config.yaml) added."""
-    runs = experiment_runs(results_dir, experiment)
+def load_runs(results_dir: str | Path, section: str) -> pd.DataFrame:
+    """The runs whose config declares MemCo's ``section`` (:data:`SECTIONS`; empty frame when
+    none has results yet), with ``variant_key`` and ``step_budget`` (from each run's
+    config.yaml) added."""
+    runs = section_runs(results_dir, PAPER, check_section(section, SECTIONS, PAPER))
     if not runs.empty:
         runs["step_budget"] = [_step_budget(d) for d in runs["run_dir"]]
     return runs
 
 
-def report_missing(runs: pd.DataFrame, experiment: str) -> bool:
-    """Print the one-line hint when ``experiment`` has no results; True when it has some."""
-    return _report_missing(runs, experiment, command_for(experiment))
+def report_missing(runs: pd.DataFrame, section: str, conf_dir: str | Path | None = None) -> bool:
+    """Print which experiment configs declare ``section`` when it has no runs; True when it
+    has some."""
+    return _report_missing(runs, PAPER, check_section(section, SECTIONS, PAPER), conf_dir)
 
 
 def _find(columns: Sequence[str], names: Sequence[str]) -> str | None:
@@ -187,7 +181,7 @@ def summarize(long: pd.DataFrame, extra_by: Sequence[str] = ()) -> pd.DataFrame:
 
 def paper_rows(tables: Sequence[str]) -> pd.DataFrame:
     """The paper's reported numbers of ``tables`` (e.g. ``["table12"]``)."""
-    paper = paper_numbers("memco")
+    paper = paper_numbers(PAPER)
     return paper[paper["table"].isin(list(tables))].reset_index(drop=True)
 
 

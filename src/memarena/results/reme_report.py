@@ -2,10 +2,14 @@
 plus the memory-cost table and the cross-paper runs.
 
 Reads ``<results>/<experiment>/<env>/<method>[+<ablation>]/<backbone>/seed<k>/metrics.json``
-(via :func:`memarena.results.collect.collect`) and, for Figure 5, the run's ``episodes.jsonl``;
-puts the numbers ReMe's text states (:func:`memarena.results.paper.paper_numbers` ``("reme")``)
-beside ours. Every function accepts an empty result and then returns the paper's numbers alone
-(ours ``"not run"``) / an empty frame / a figure of the paper's numbers.
+(via :func:`memarena.results.collect.collect`) and, for Figure 5, the run's ``episodes.jsonl``.
+A section (:data:`SECTIONS`) reads every run whose config declared it (``report: {paper: reme,
+tables: [...]}`` in ``conf/experiment/reme_*.yaml``, copied into metrics.json), whatever its
+experiment name; the section's table then keeps the rows of the paper's layout
+(:data:`TABLE_VARIANTS`). Puts the numbers ReMe's text states
+(:func:`memarena.results.paper.paper_numbers` ``("reme")``) beside ours. Every function accepts
+an empty result and then returns the paper's numbers alone (ours ``"not run"``) / an empty frame
+/ a figure of the paper's numbers.
 
 Conventions: scores are in percent. ``avg_at_<k>`` / ``pass_at_<k>`` are ReMe's Avg@k / Pass@k
 over the k runs of one repetition (k = metrics.json ``runs``; a k = 1 run gives avg_at_1 =
@@ -29,9 +33,10 @@ import pandas as pd
 
 from memarena.results.collect import read_episodes
 from memarena.results.paper import paper_numbers
+from memarena.results.records import EpisodeRecord
 from memarena.results.report_common import (  # noqa: F401  (re-exported for the notebook)
     backbone_key,
-    experiment_runs,
+    check_section,
     mean_bars,
     mean_line,
     number,
@@ -39,6 +44,8 @@ from memarena.results.report_common import (  # noqa: F401  (re-exported for the
     purpose_tokens,
     run_ids,
     save_figure,
+    section_commands,
+    section_runs,
     variant_key,
     write_table,
 )
@@ -46,19 +53,9 @@ from memarena.results.report_common import report_missing as _report_missing
 
 PAPER = "reme"
 NOT_RUN = "not run"
-# experiment_name -> the experiment configs that write it (conf/experiment/<config>.yaml)
-CONFIGS = {"reme_table1": ("reme_table1", "reme_table1_dynamic")}
-# report section -> {experiment_name: variants taken from it (None: all)}
-SOURCES: dict[str, dict[str, tuple[str, ...] | None]] = {
-    "table1": {"reme_table1": None},
-    "table2": {"reme_table2": None, "reme_table1": ("none", "reme")},
-    "table3": {"reme_table3": None, "reme_table1": ("dynamic",)},
-    "table4": {"reme_table4": None, "reme_table1": ("reme",)},
-    "table5": {"reme_table5": None},
-    "fig4": {"reme_fig4": None},
-    "fig5": {"reme_table1": None},
-    "other": {"reme_other_benchmarks": None},
-}
+# the report sections a run's config may declare (report.tables): Tables 1-5 (Table 5 also draws
+# Figure 3), Figures 4 and 5, and the cross-paper runs ("other")
+SECTIONS = ("table1", "table2", "table3", "table4", "table5", "fig4", "fig5", "other")
 LABELS = {
     "none": "No Memory",
     "amem": "A-Mem",
@@ -109,33 +106,22 @@ ERROR_CATEGORIES = {
 }
 
 
-def command_for(experiment: str) -> str:
-    """The command(s) that produce the results of ``experiment``."""
-    configs = CONFIGS.get(experiment, (experiment,))
-    return "; ".join(f"python run.py -m experiment={c} backbone=<preset>" for c in configs)
+def command_for(section: str, conf_dir: str | Path | None = None) -> str:
+    """The commands of the experiment configs that declare ``section`` (``conf_dir``: default
+    the repository's ``conf/``)."""
+    return section_commands(PAPER, check_section(section, SECTIONS, PAPER), conf_dir)
 
 
 def load_runs(results_dir: str | Path, section: str) -> pd.DataFrame:
-    """The run rows a report section reads (:data:`SOURCES`), with ``variant_key``; empty frame
-    when none has results yet."""
-    parts = []
-    for experiment, variants in SOURCES[section].items():
-        runs = experiment_runs(results_dir, experiment)
-        if runs.empty:
-            continue
-        if variants is not None:
-            runs = runs[runs["variant_key"].isin(variants)]
-        parts.append(runs)
-    parts = [p for p in parts if not p.empty]
-    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+    """The runs whose config declares ReMe's ``section`` (:data:`SECTIONS`), with
+    ``variant_key``; empty frame when none has results yet."""
+    return section_runs(results_dir, PAPER, check_section(section, SECTIONS, PAPER))
 
 
-def report_missing(runs: pd.DataFrame, section: str) -> bool:
-    """Print which experiments produce ``section``'s results when it has none; True when it
+def report_missing(runs: pd.DataFrame, section: str, conf_dir: str | Path | None = None) -> bool:
+    """Print which experiment configs declare ``section`` when it has no runs; True when it
     has some."""
-    experiments = list(SOURCES[section])
-    command = "; ".join(command_for(e) for e in reversed(experiments))
-    return _report_missing(runs, " + ".join(experiments), command)
+    return _report_missing(runs, PAPER, check_section(section, SECTIONS, PAPER), conf_dir)
 
 
 def _repetitions(run: pd.Series | dict) -> list[tuple[float, float]]:
@@ -446,17 +432,17 @@ def figure4(summary: pd.DataFrame, out_dir: str | Path, name: str = "fig4_top_k.
 # figure 5: error analysis from episodes.jsonl
 
 
-def failure_category(episode: dict) -> str:
+def failure_category(episode: EpisodeRecord) -> str:
     """Readable failure category of one failed BFCL episode: ``episode error`` (status error),
     :data:`STEP_LIMIT` (the run ended before the last turn: status ``budget``, fewer
     ``turns_done`` than ``turns``, or the checker's force_terminated), else the checker error
     type mapped by :data:`ERROR_CATEGORIES` (unmapped types stay raw; none: ``unknown``)."""
-    if episode.get("status") == "error":
+    if episode.status == "error":
         return "episode error"
-    details = episode.get("details") or {}
+    details = episode.details or {}
     error = details.get("checker_error_type")
     done, turns = number(details.get("turns_done")), number(details.get("turns"))
-    if episode.get("status") == "budget" or (done is not None and turns and done < turns):
+    if episode.status == "budget" or (done is not None and turns and done < turns):
         return STEP_LIMIT
     if not error:
         return "unknown"
@@ -465,24 +451,24 @@ def failure_category(episode: dict) -> str:
 
 def task_outcomes(
     run_dir: str | Path, repetition: int = 0, runs_per_repetition: int | None = None
-) -> dict[str, list[dict]]:
+) -> dict[str, list[EpisodeRecord]]:
     """Task id -> its episodes (all runs) of one repetition; an episode without
     ``repetition`` belongs to repetition ``run // runs_per_repetition`` (0 when that is
     unknown), as in :mod:`memarena.results.metrics`."""
     k = int(number(runs_per_repetition) or 0)
-    out: dict[str, list[dict]] = {}
+    out: dict[str, list[EpisodeRecord]] = {}
     for ep in read_episodes(run_dir):
-        rep = ep.get("repetition")
+        rep = ep.repetition
         if rep is None:
-            rep = int(ep.get("run") or 0) // k if k else 0
+            rep = int(ep.run or 0) // k if k else 0
         if int(rep) == repetition:
-            out.setdefault(str(ep["task_id"]), []).append(ep)
+            out.setdefault(str(ep.task_id), []).append(ep)
     return out
 
 
-def failed_tasks(outcomes: dict[str, list[dict]]) -> set[str]:
+def failed_tasks(outcomes: dict[str, list[EpisodeRecord]]) -> set[str]:
     """Tasks that never succeeded in the runs of a repetition (Pass@k failures)."""
-    return {t for t, eps in outcomes.items() if not any(bool(e.get("success")) for e in eps)}
+    return {t for t, eps in outcomes.items() if not any(e.success for e in eps)}
 
 
 def _pairs(runs: pd.DataFrame, base: str, variant: str):
@@ -578,7 +564,7 @@ def failure_categories(
             outcomes = task_outcomes(run_dir, repetition, k)
             cats = []
             for task in sorted(failed_tasks(outcomes)):
-                eps = sorted(outcomes[task], key=lambda e: int(e.get("run") or 0))
+                eps = sorted(outcomes[task], key=lambda e: int(e.run or 0))
                 cats.append(Counter(failure_category(e) for e in eps).most_common(1)[0][0])
             counts[name] = Counter(cats)
         for category in sorted(set(counts[base]) | set(counts[variant])):

@@ -1,18 +1,97 @@
 """Helpers shared by the per-paper report modules (``memco_report``, ``evograph_report``,
-``reme_report``): reading one experiment's runs, the "no results yet" hint, numbers and token
-counts from flattened metrics, and writing tables and figures."""
+``reme_report``): the runs of one report section, the "no results yet" hint, numbers and token
+counts from flattened metrics, and writing tables and figures.
+
+Which runs feed which section is what the runs' configs declare, never a list of experiment
+names here: every ``conf/experiment/*.yaml`` of a paper sets ``report: {paper: <paper>,
+tables: [<section>, ...]}``, the pipeline copies that node into each run's ``metrics.json``,
+:func:`section_runs` keeps the runs that declare a section, and :func:`report_missing` names the
+experiment configs that declare it (:func:`declaring_configs`).
+"""
 
 from __future__ import annotations
 
 import math
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import yaml
 
-from memarena.results.collect import collect
+from memarena.results.collect import collect, in_report
+
+# the repository's Hydra config folder (conf/experiment/*.yaml declare the report sections)
+CONF_DIR = Path(__file__).resolve().parents[3] / "conf"
+RUN_COMMAND = "python run.py -m experiment={name} backbone=<preset>"
+
+
+@dataclass(frozen=True)
+class ExperimentConfig:
+    """One ``conf/experiment/<name>.yaml``: the ``experiment=<name>`` it is run with, the
+    ``experiment_name`` its runs are written under, the report sections it declares and the
+    experiment whose saved memory it starts from (``protocol.snapshot_from``), if any."""
+
+    name: str
+    experiment_name: str | None
+    paper: str | None
+    tables: tuple[str, ...]
+    snapshot_from: str | None = None
+
+    @property
+    def command(self) -> str:
+        return RUN_COMMAND.format(name=self.name)
+
+
+def _read_experiment(path: Path) -> ExperimentConfig:
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    report = data.get("report") or {}
+    protocol = data.get("protocol") or {}
+    tables = report.get("tables") or ()
+    snapshot = protocol.get("snapshot_from")
+    return ExperimentConfig(
+        name=path.stem,
+        experiment_name=data.get("experiment_name"),
+        paper=report.get("paper") or None,
+        tables=tuple(str(t) for t in ([tables] if isinstance(tables, str) else tables)),
+        snapshot_from=str(snapshot) if snapshot else None,
+    )
+
+
+def experiment_configs(conf_dir: str | Path | None = None) -> list[ExperimentConfig]:
+    """Every ``<conf_dir>/experiment/*.yaml`` by name (``conf_dir``: default the repository's
+    ``conf/``, :data:`CONF_DIR`); empty when the folder does not exist (an installed package
+    without the repository)."""
+    folder = Path(conf_dir if conf_dir is not None else CONF_DIR) / "experiment"
+    return [_read_experiment(p) for p in sorted(folder.glob("*.yaml"))]
+
+
+def declaring_configs(
+    paper: str, section: str, conf_dir: str | Path | None = None
+) -> list[ExperimentConfig]:
+    """The experiment configs whose ``report`` node declares ``section`` of ``paper``, in the
+    order to run them: those that acquire their own memory first, then those that start from
+    another experiment's snapshot (``protocol.snapshot_from``), each group by name."""
+    found = [c for c in experiment_configs(conf_dir) if c.paper == paper and section in c.tables]
+    return sorted(found, key=lambda c: (c.snapshot_from is not None, c.name))
+
+
+def check_section(section: str, sections: Sequence[str], paper: str) -> str:
+    """``section`` when it is one of ``paper``'s report ``sections``, else a ValueError that
+    lists them."""
+    if section not in sections:
+        raise ValueError(
+            f"memarena: {section!r} is not a {paper} report section; known: {list(sections)}"
+        )
+    return section
+
+
+def section_commands(paper: str, section: str, conf_dir: str | Path | None = None) -> str:
+    """The ``python run.py`` commands of the experiment configs that declare ``section`` of
+    ``paper``, joined by ``; `` (empty when none declares it)."""
+    return "; ".join(c.command for c in declaring_configs(paper, section, conf_dir))
 
 
 def variant_key(method: str, ablation: object) -> str:
@@ -91,26 +170,53 @@ def run_ids(run: pd.Series | dict) -> dict[str, Any]:
     }
 
 
-def experiment_runs(results_dir: str | Path, experiment: str) -> pd.DataFrame:
-    """The run rows of ``experiment`` with ``variant_key`` added (empty frame when it has no
-    results yet)."""
+def section_runs(results_dir: str | Path, paper: str, section: str) -> pd.DataFrame:
+    """All runs under ``results_dir`` whose metrics.json declares ``section`` of ``paper``
+    (``report.paper == paper`` and ``section`` in ``report.tables``, whatever the experiment
+    name), with ``variant_key`` (:func:`variant_key`) added; an empty frame when none does or
+    there are no results at all."""
     try:
-        runs = collect(Path(results_dir) / experiment)
+        runs = collect(results_dir)
     except FileNotFoundError:
         return pd.DataFrame()
-    runs = runs[runs["experiment"] == experiment].copy()
+    runs = runs[in_report(runs, paper, section)].copy()
+    if runs.empty:
+        return pd.DataFrame()
     abl = runs["ablation"] if "ablation" in runs.columns else [None] * len(runs)
     runs["variant_key"] = [variant_key(m, a) for m, a in zip(runs["method"], abl, strict=True)]
     return runs.reset_index(drop=True)
 
 
-def report_missing(runs: pd.DataFrame, experiment: str, command: str) -> bool:
-    """Print the one-line hint when ``experiment`` has no results; True when it has some."""
-    if runs.empty:
-        print(
-            f"no results for {experiment} yet: `{command}` produces them; "
-            "showing the paper's numbers alone"
+def missing_hint(paper: str, section: str, conf_dir: str | Path | None = None) -> str:
+    """The "no results yet" text of ``section``: which declaration the runs need and the
+    commands of the experiment configs that declare it (one per line, with the experiment whose
+    snapshot it needs first), or that no config declares it."""
+    head = (
+        f"no results for {paper} {section} yet: no run under the results folder declares "
+        f"report.paper={paper} with {section} in report.tables."
+    )
+    configs = declaring_configs(paper, section, conf_dir)
+    if not configs:
+        where = Path(conf_dir if conf_dir is not None else CONF_DIR) / "experiment"
+        return (
+            f"{head} No experiment config in {where} declares it; add {section} to the "
+            "report.tables of the experiment that produces it. Showing the paper's numbers alone."
         )
+    lines = [f"{head} The experiment configs that declare it produce them:"]
+    for c in configs:
+        after = f"   # after the {c.snapshot_from} runs" if c.snapshot_from else ""
+        lines.append(f"  {c.command}{after}")
+    lines.append("Showing the paper's numbers alone.")
+    return "\n".join(lines)
+
+
+def report_missing(
+    runs: pd.DataFrame, paper: str, section: str, conf_dir: str | Path | None = None
+) -> bool:
+    """Print :func:`missing_hint` when ``runs`` (the section's runs) is empty; True when it
+    has some."""
+    if runs.empty:
+        print(missing_hint(paper, section, conf_dir))
         return False
     return True
 
