@@ -32,6 +32,7 @@ from memarena.core.types import Outcome, Trajectory
 # keys older runs wrote that the record no longer keeps (their values are in other fields)
 _LEGACY_KEYS = frozenset({"outcome"})
 REQUIRED = ("task_id", "success", "progress", "steps", "status")
+OUTCOME_FIELDS = tuple(f.name for f in fields(Outcome))  # kept flat in the record
 
 
 @dataclass
@@ -77,13 +78,7 @@ class EpisodeRecord:
             split=task.split,
             domain=task.domain,
             run=run,
-            success=outcome.success,
-            progress=outcome.progress,
-            steps=outcome.steps,
-            status=outcome.status,
-            error=outcome.error,
-            prompt_tokens=outcome.prompt_tokens,
-            completion_tokens=outcome.completion_tokens,
+            **{name: getattr(outcome, name) for name in OUTCOME_FIELDS},
             tokens=outcome.tokens,
             memory_ids=list(trajectory.memory_ids),
             wall_s=round(wall_s, 4),
@@ -130,15 +125,7 @@ class EpisodeRecord:
         return self.agent, self.run, self.task_id
 
     def outcome(self) -> Outcome:
-        return Outcome(
-            success=self.success,
-            progress=self.progress,
-            steps=self.steps,
-            status=self.status,
-            error=self.error,
-            prompt_tokens=self.prompt_tokens,
-            completion_tokens=self.completion_tokens,
-        )
+        return Outcome(**{name: getattr(self, name) for name in OUTCOME_FIELDS})
 
     def pair(self) -> tuple[Trajectory, Outcome]:
         """(trajectory, outcome), as the memory observed them; needs the trajectory."""
