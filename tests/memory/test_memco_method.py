@@ -14,6 +14,8 @@ from memarena.core import ConfigError
 from memarena.core.types import Feedback, MemoryQuery, Observation, Outcome, Step, Task, Trajectory
 from memarena.memory.memco import MemCo
 from memarena.memory.memco.inspect import describe, load_snapshot
+from memarena.memory.memco.query import build_query
+from memarena.memory.memco.retrieval import global_pool, local_pool, retrieve_pools
 
 GOAL = "Your task is to: put a clean mug in cabinet."
 
@@ -99,8 +101,15 @@ def test_retrieval_renders_the_decision_summary_per_view():
     context = memory.retrieve(query())
     text = context.slots["memco"]
     labels = [line.split(":")[0] for line in text.splitlines()[1:]]
-    assert labels == ["Current phase", "Current state", "Local memory", "Global memory",
-                      "Failure memory", "Next priority", "Confidence / caveat"]
+    assert labels == [
+        "Current phase",
+        "Current state",
+        "Local memory",
+        "Global memory",
+        "Failure memory",
+        "Next priority",
+        "Confidence / caveat",
+    ]
     assert context.memory_ids and memory.metrics()["retrieval_calls"] == 1
     assert "go to countertop 1" in text
     with pytest.raises(ConfigError, match="no agent 'attic'"):
@@ -138,6 +147,44 @@ def test_ablation_switches_change_what_is_retrieved():
     assert MemCo(env_name="alfworld", use_local=False).eval_views() == [None]
 
 
+def at_sinkbasin(domain: str = "kitchen") -> MemoryQuery:
+    """A later step of the same task: the mug taken, the agent at the sink basin."""
+    ok = Feedback(True, True, None)
+    history = [
+        Step("go to countertop 1", "You arrive at countertop 1.", 0.0, 0.0, ok),
+        Step("take mug 1 from countertop 1", "You pick up the mug 1.", 0.0, 0.25, ok),
+        Step("go to sinkbasin 1", "You arrive at sinkbasin 1.", 0.0, 0.25, ok),
+    ]
+    first = query(domain=domain)
+    actions = ["clean mug 1 with sinkbasin 1", "go to cabinet 2", "go to countertop 1", "look"]
+    obs = Observation("You arrive at sinkbasin 1.", GOAL, actions)
+    return MemoryQuery(first.task, obs, 3, history, 0.25)
+
+
+def test_concat_lists_the_per_step_retrieval_as_stored():
+    """Fixed L5+G5 concatenation (Fig. 4(c,d), Table 12): per step, the same R(q, M, k) as
+    MemCo (facets, hard filters, full rank, bounded selection) on local and global memory, the
+    entries listed as stored: no role binding, no composition, no Decision Summary."""
+    memory = MemCo(env_name="alfworld", composition="concat")
+    memory.load_state_dict(acquired().state_dict())
+    memory.set_view("kitchen")
+    local = memory.locals["kitchen"]
+    picked = {}
+    for name, mq in {"start": query(), "sink": at_sinkbasin()}.items():
+        context = memory.retrieve(mq)
+        q = build_query(mq, memory.adapter)
+        pool = local_pool(local.store, local.graph.neighborhood(q.state, memory.max_transitions))
+        glob = global_pool(memory.global_memory)
+        expected = retrieve_pools(q, pool, glob, memory.adapter, memory.settings)
+        assert context.memory_ids == [e.id for e in expected.local + expected.global_]
+        assert len(expected.local) == 5 and 0 < len(expected.global_) <= 5
+        text = context.slots["memco"]
+        assert "Decision Summary" not in text and "<object>" in text  # global as stored
+        picked[name] = ([e.id for e in expected.local], [e.id for e in expected.global_])
+    # query-dependent in both sources, not a fixed evidence-ranked list
+    assert picked["start"][0] != picked["sink"][0] and picked["start"][1] != picked["sink"][1]
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
@@ -161,8 +208,16 @@ def test_inspection_report():
 
 # -- python run.py ---------------------------------------------------------------------------------
 def _run(tmp: Path, *args: str) -> dict:
-    proc = run_py(["method=memco", "backbone=scripted", "logger=none",
-                   f"paths.results_dir={tmp}", f"paths.cache_dir={ROOT}/.cache", *args])
+    proc = run_py(
+        [
+            "method=memco",
+            "backbone=scripted",
+            "logger=none",
+            f"paths.results_dir={tmp}",
+            f"paths.cache_dir={ROOT}/.cache",
+            *args,
+        ]
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     (path,) = tmp.rglob("metrics.json")
     log = proc.stdout + proc.stderr
@@ -171,8 +226,13 @@ def _run(tmp: Path, *args: str) -> dict:
 
 @pytest.fixture(scope="module")
 def pddl_run(tmp_path_factory) -> dict:
-    return _run(tmp_path_factory.mktemp("pddl"), "env=pddl", "backbone.epsilon=0.3",
-                "protocol.max_train_tasks=16", "protocol.max_eval_tasks=4")
+    return _run(
+        tmp_path_factory.mktemp("pddl"),
+        "env=pddl",
+        "backbone.epsilon=0.3",
+        "protocol.max_train_tasks=16",
+        "protocol.max_eval_tasks=4",
+    )
 
 
 def test_run_py_memco_pddl(pddl_run):
@@ -186,9 +246,15 @@ def test_run_py_memco_pddl(pddl_run):
 
 
 def test_ablation_on_a_saved_snapshot_skips_acquisition(pddl_run, tmp_path):
-    out = _run(tmp_path, "env=pddl", "backbone.epsilon=0.3", "protocol.max_train_tasks=16",
-               "protocol.max_eval_tasks=4", "ablation=memco/lambda_0.50",
-               f"protocol.snapshot_from={pddl_run['dir']}")
+    out = _run(
+        tmp_path,
+        "env=pddl",
+        "backbone.epsilon=0.3",
+        "protocol.max_train_tasks=16",
+        "protocol.max_eval_tasks=4",
+        "ablation=memco/lambda_0.50",
+        f"protocol.snapshot_from={pddl_run['dir']}",
+    )
     assert "evaluating on the saved snapshot" in out["log"]
     assert not (out["dir"] / "acquisition.jsonl").exists()
     assert out["dir"].parts[-3] == "memco+lambda_0.50"
@@ -196,8 +262,16 @@ def test_ablation_on_a_saved_snapshot_skips_acquisition(pddl_run, tmp_path):
 
 
 def test_snapshot_from_without_a_snapshot_is_named(tmp_path):
-    proc = run_py(["method=memco", "env=pddl", "backbone=scripted", "logger=none",
-                   f"paths.results_dir={tmp_path}", f"protocol.snapshot_from={tmp_path}/nope"])
+    proc = run_py(
+        [
+            "method=memco",
+            "env=pddl",
+            "backbone=scripted",
+            "logger=none",
+            f"paths.results_dir={tmp_path}",
+            f"protocol.snapshot_from={tmp_path}/nope",
+        ]
+    )
     assert proc.returncode == 2
     assert "has no complete memory snapshot" in proc.stdout + proc.stderr
 

@@ -13,7 +13,7 @@ import pytest
 
 from memarena.core.types import Feedback, MemoryQuery, Observation, Step, Task
 from memarena.memory.memco.base import GlobalRecord
-from memarena.memory.memco.compose import LABELS, compose, concat_context
+from memarena.memory.memco.compose import LABELS, compose, concat_context, stored_line
 from memarena.memory.memco.query import DecisionQuery, build_query
 from memarena.memory.memco.records import Record
 from memarena.memory.memco.retrieval import (
@@ -25,6 +25,7 @@ from memarena.memory.memco.retrieval import (
     record_entry,
     retrieve,
     retrieve_both,
+    retrieve_pools,
     score_entries,
     select,
     transition_entry,
@@ -167,8 +168,9 @@ def test_keyed_state_facts_and_hard_filters():
     # a warning about an action nobody can take now is filtered; about the one that just
     # failed, it is kept (and warns not to retry it)
     assert f"local:{warning.key}" not in s
-    q_failed = make_query(state="loc=bathroom; holding=soap", admissible=ADMISSIBLE,
-                          last_failed="open cabinet")
+    q_failed = make_query(
+        state="loc=bathroom; holding=soap", admissible=ADMISSIBLE, last_failed="open cabinet"
+    )
     assert f"local:{warning.key}" in scored(q_failed, [warning])
     assert s[f"local:{ok.key}"].facets["x"] == 2.0  # 1/1 fact + available
     # weak: 1 match (loc) - 1 mismatch (holding), visible absent -> 0/3; + available -> 1
@@ -355,13 +357,39 @@ def test_budget_and_dedupe_per_role():
     assert [e.text for e in out.roles["reflection"]] == ["note 4", "note 3"]
 
 
-def test_concat_mode():
-    local = local_pool([rec("actionable", "s", [f"a{i}"], c_pos=i) for i in range(7)], [])
-    glob = [global_entry(GLOBAL_WF), global_entry(GLOBAL_TOOL)]
-    out = concat_context(local, glob)
-    assert len(out.memory_ids) == 7  # 5 local + 2 global
-    assert out.memory_ids[-2:] == ["global:workflow:g1", "global:actionable:g2"]
-    assert "<object>" in out.text  # stored as is, no binding
+def test_concat_mode_lists_the_retrieved_entries_as_stored():
+    """L5+G5 on two steps: R(q, M, k) per source (query-dependent), then listed as stored."""
+    local = local_pool(
+        [
+            rec("actionable", "you are at sinkbasin", ["clean soap with sinkbasin"], c_pos=1),
+            rec("actionable", "you arrive at vanity", ["put soap in vanity"], c_pos=1),
+            rec("actionable", "you are at sinkbasin", ["go to vanity"], "state_change", c_pos=9),
+            rec("precondition", "clean soap with sinkbasin", ["go to vanity"], c_pos=1),
+        ],
+        [],
+    )
+    glob = [global_entry(g) for g in (GLOBAL_WF, GLOBAL_TOOL, GLOBAL_UNAVAILABLE)]
+    settings = RetrievalSettings(k_local=2, k_global=1)
+    at_sink = make_query()
+    at_vanity = make_query(
+        state="you arrive at vanity",
+        admissible=("put soap in vanity", "go to sinkbasin"),
+        done=(*at_sink.done, "clean soap with sinkbasin", "go to vanity"),
+    )
+    shown = {}
+    for name, q in {"sink": at_sink, "vanity": at_vanity}.items():
+        picked = retrieve_pools(q, local, glob, ADAPTER, settings)
+        out = concat_context(picked.local, picked.global_)
+        ranked = score_entries(q, local, settings, ADAPTER)
+        assert picked.local == select(ranked, 2, settings.facets)  # MemCo's R, top k
+        assert out.memory_ids == [e.id for e in picked.local + picked.global_]
+        listed = [ln for ln in out.text.splitlines() if ln.startswith("- ")]
+        assert listed == [stored_line(e) for e in picked.local + picked.global_]
+        shown[name] = out.memory_ids
+    assert shown["sink"] != shown["vanity"]
+    # global records stay as stored: placeholders, no binding, no Decision Summary
+    wf = concat_context([], [global_entry(GLOBAL_WF)])
+    assert "put <object> in <destination>" in wf.text and "Decision Summary" not in wf.text
     assert concat_context([], []).text == ""
 
 

@@ -11,7 +11,8 @@ query-guided composition at every step (memco.txt, Sections 3.3-3.5, Appendix B)
   global_memory.py  global snapshot rebuild (aggregation, checks, promotion, GlobalMerge)
   query.py          the per-step decision query
   retrieval.py      facets r_x, r_p, r_g, filters, full rank, bounded selection
-  compose.py        role binding, ground / workflow / reflection, the Decision Summary
+  compose.py        role binding, ground / workflow / reflection, the Decision Summary;
+                    the fixed L5+G5 concatenation ablation
   method.py         MemCo(MemoryMethod): wires the parts above
 """
 

@@ -18,8 +18,13 @@ Compose, over the selected local and global entries in full-rank order:
    ``max_items_per_role`` in deterministic order (rank, local before global, id).
 
 Render writes the seven-line "MemCo Memory Decision Summary" of Appendix G; the context is
-empty when the three memory fields are. ``concat_context`` is the fixed-concatenation ablation:
-top local and global entries by stored evidence, listed as stored, with no query or binding.
+empty when the three memory fields are.
+
+``concat_context`` is the fixed-concatenation ablation (L5+G5, Fig. 4(c,d), Table 12): it gets
+the same per-step selections ``S^l = R(q, M^l, k^l)`` and ``S^g = R(q, M^g, k^g)`` as MemCo
+(retrieval.py: facets, hard filters, full rank, bounded selection; Eq. 7) and lists them as
+stored, local then global in selection order: no role binding, no support roles, no local
+override, no per-role budget and no Decision Summary.
 """
 
 from __future__ import annotations
@@ -232,36 +237,32 @@ def render(q: DecisionQuery, roles: dict[str, list[Entry]]) -> str:
     return "\n".join([HEADER, *(f"{label}: {v}" for label, v in zip(LABELS, values, strict=True))])
 
 
-def _evidence_key(entry: Entry) -> tuple:
-    c_pos, c_neg, _ = entry.evidence
-    return (-float(entry.extra.get("score", 0.0)), -(c_pos - c_neg), -c_pos, entry.id)
-
-
-def concat_context(
-    local: list[Entry], global_: list[Entry], k_local: int = 5, k_global: int = 5
-) -> Composed:
-    """Fixed-concatenation ablation: top entries by stored evidence, listed as stored."""
-    top_local = sorted(local, key=_evidence_key)[:k_local]
-    top_global = sorted(global_, key=_evidence_key)[:k_global]
-    if not top_local and not top_global:
-        return Composed()
-
-    def line(e: Entry) -> str:
-        return "- " + (
-            e.text or f"[{e.kind}] {e.condition}: {' -> '.join(e.actions)} => {e.outcome}"
-        )
-
-    parts = ["### MemCo Memory (fixed concatenation)"]
-    if top_local:
-        parts += ["Local memory:", *(line(e) for e in top_local)]
-    if top_global:
-        parts += ["Global memory:", *(line(e) for e in top_global)]
-    roles = {h: [] for h in ROLES}
-    for e in top_local + top_global:
-        roles[support_role(e)].append(e)
-    return Composed(
-        roles=roles, text="\n".join(parts), memory_ids=[e.id for e in top_local + top_global]
+def stored_line(entry: Entry) -> str:
+    """An entry as stored: its text, else its relation (a global one keeps its ``<role>`` s)."""
+    return "- " + (
+        entry.text
+        or f"[{entry.kind}] {entry.condition}: {' -> '.join(entry.actions)} => {entry.outcome}"
     )
+
+
+def concat_context(local: list[Entry], global_: list[Entry]) -> Composed:
+    """Fixed-concatenation ablation: the retrieved ``S^l`` and ``S^g`` listed as stored.
+
+    ``local`` and ``global_`` are the per-step selections of
+    :func:`~memarena.memory.memco.retrieval.retrieve_pools` (the same ``R`` as MemCo); this
+    replaces Compose and Render (Appendix B.4.4, G) only.
+    """
+    if not local and not global_:
+        return Composed()
+    parts = ["### MemCo Memory (fixed concatenation)"]
+    if local:
+        parts += ["Local memory:", *(stored_line(e) for e in local)]
+    if global_:
+        parts += ["Global memory:", *(stored_line(e) for e in global_)]
+    roles: dict[str, list[Entry]] = {h: [] for h in ROLES}
+    for e in local + global_:
+        roles[support_role(e)].append(e)
+    return Composed(roles=roles, text="\n".join(parts), memory_ids=[e.id for e in local + global_])
 
 
 __all__ = ["Composed", "compose", "concat_context", "render"]

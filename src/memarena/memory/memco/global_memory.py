@@ -1,12 +1,16 @@
 """Progressive global memory collaboration: a full snapshot rebuild (paper Alg. B.1, B.3.3).
 
-For every shareable local record of every agent: abstract it (it stays local when there is no
-transferable form), group the abstract forms by exact global key, and sum the episode-reduced
-counts of the contributing local records (Eq. 3; ``n0`` by Eq. 20, outside the Wilson sample)
-together with the occurrence counters and the contributing agents. Each aggregate then passes
+For every shareable local record of every agent: abstract each of its occurrences under its own
+episode's task roles (:func:`abstract_occurrences`; Table 8's caption: role normalization at
+induction time, B.3.1), so one local record seen in tasks with other role entities contributes
+to each abstract form its episodes give, and the record stays local when no occurrence has a
+transferable form. Group the abstract forms by exact global key and sum the episode-reduced
+counts of the contributing parts (Eq. 3; ``n0`` by Eq. 20, outside the Wilson sample) together
+with their occurrence counters and the contributing agents. Each aggregate then passes
 ``A_str``, ``A_info`` and the promotion score ``>= threshold`` (Eq. 6) or is left out.
 :func:`global_merge` keeps one record per key. Every rebuild starts from an empty memory, so a
-record whose local evidence is gone or no longer passes disappears.
+record whose local evidence is gone or no longer passes disappears. Nothing depends on the order
+in which episodes were observed or records are stored (Proposition D.2).
 """
 
 from __future__ import annotations
@@ -18,12 +22,13 @@ from typing import Any
 from memarena.memory.memco.abstraction import AbstractForm, abstract
 from memarena.memory.memco.base import GlobalRecord, RoleAdapter
 from memarena.memory.memco.checks import informative, structural
+from memarena.memory.memco.induction import OccurrenceLog, restrict
 from memarena.memory.memco.records import Record, RecordStore
 from memarena.memory.memco.wilson import empirical_rate, promotion_score
 
 DIAGNOSTICS = (
     "shareable",  # shareable local records seen
-    "kept_local",  # shareable records without a transferable abstract form
+    "kept_local",  # shareable records with no transferable abstract form for any occurrence
     "candidates",  # distinct global keys after grouping
     "failed_structure",  # A_str = 0
     "failed_information",  # A_info = 0
@@ -33,8 +38,41 @@ DIAGNOSTICS = (
 
 
 def record_roles(record: Record) -> dict[str, str]:
-    """The source task's roles, as the method stores them on the record."""
-    return dict(record.extra.get("roles", {}))
+    """The roles stored on the record (``extra["roles"]``): used for the episodes whose roles
+    the store's occurrence log does not hold (a hand-built store without a log)."""
+    return dict(record.extra.get("roles") or {})
+
+
+def abstract_occurrences(
+    record: Record,
+    log: OccurrenceLog | None,
+    adapter: RoleAdapter,
+    roles_of: Callable[[Record], dict[str, str]] = record_roles,
+) -> list[tuple[AbstractForm, Record]]:
+    """``Abstract`` per occurrence: each episode of ``record`` under its own task roles.
+
+    An episode's roles are ``log.roles[episode]`` (``roles_of(record)`` for an episode the log
+    holds no roles of; for every episode when there is no log). Returns one ``(form, part)`` per
+    abstract form, ``part`` being what the episodes of that form contribute
+    (:func:`~memarena.memory.memco.induction.restrict`); the record itself when every episode
+    gives the same form. Empty when no occurrence has a transferable form (it stays local).
+    """
+    if log is None:
+        form = abstract(record, roles_of(record), adapter)
+        return [] if form is None else [(form, record)]
+    groups: dict[str, tuple[AbstractForm, list[str]]] = {}
+    dropped = False
+    for episode in sorted(record.ledger) or [""]:
+        roles = log.roles.get(episode)
+        form = abstract(record, roles_of(record) if roles is None else roles, adapter)
+        if form is None:
+            dropped = True
+        else:
+            groups.setdefault(form.key, (form, []))[1].append(episode)
+    if len(groups) == 1 and not dropped:
+        ((form, _),) = groups.values()
+        return [(form, record)]
+    return [(form, restrict(record, log, set(episodes))) for form, episodes in groups.values()]
 
 
 @dataclass
@@ -116,7 +154,11 @@ def rebuild(
     threshold: float = 0.35,
     rule: str = "wilson",
 ) -> GlobalSnapshot:
-    """A global snapshot built from empty out of all agents' current local records."""
+    """A global snapshot built from empty out of all agents' current local records.
+
+    Each store's occurrence log (``store.occurrences``, kept by induction) gives the roles of
+    every episode; ``roles_of`` gives the roles of a record whose episodes it does not cover.
+    """
     if adapter is None:
         from memarena.memory.memco.roles import GENERIC
 
@@ -125,15 +167,16 @@ def rebuild(
     diag = snap.diagnostics
     groups: dict[str, _Aggregate] = {}
     for agent, store in local_stores.items():
+        log = getattr(store, "occurrences", None)
         for record in store:
             if not record.shareable:
                 continue
             diag["shareable"] += 1
-            form = abstract(record, roles_of(record), adapter)
-            if form is None:
+            parts = abstract_occurrences(record, log, adapter, roles_of)
+            if not parts:
                 diag["kept_local"] += 1
-                continue
-            groups.setdefault(form.key, _Aggregate(form)).add(str(agent), record, form)
+            for form, part in parts:
+                groups.setdefault(form.key, _Aggregate(form)).add(str(agent), part, form)
     diag["candidates"] = len(groups)
     promoted = []
     for key in sorted(groups):

@@ -37,13 +37,20 @@ evidence does not depend on the order in which episodes are induced (Proposition
 existing record of its stem, and a newly created record replays the whole stem log. Each record
 is then a fold over the same multiset of occurrences whatever the order. Inducing an episode key
 (``"<scope>|<episode>"``) a second time is a no-op, so repetition changes nothing either.
+
+Roles. The log also keeps the task roles of every induced episode (``OccurrenceLog.roles``,
+keyed like the occurrences by episode key), so each occurrence is abstracted for global
+promotion under its *own* episode's roles (Table 8's caption: role normalization at induction
+time; B.3.1); :func:`restrict` gives the part of a record that a set of episodes contributes.
+A record's ``extra["roles"]`` holds the roles all of its episodes agree on
+(:func:`~memarena.memory.memco.roles.agreed_roles`), likewise order-independent.
 """
 
 from __future__ import annotations
 
 import json
 import string
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +63,7 @@ from memarena.memory.memco.records import (
     Record,
     RecordStore,
 )
+from memarena.memory.memco.roles import agreed_roles
 
 START = "start"
 PROGRESS, NO_PROGRESS, SUCCESS, FAILURE = "progress", "no_progress", "success", "failure"
@@ -124,7 +132,12 @@ class Occurrence:
 
     @property
     def stem(self) -> str:
-        return json.dumps([self.type, self.condition, list(self.actions)], ensure_ascii=False)
+        return stem_key(self.type, self.condition, self.actions)
+
+
+def stem_key(rtype: str, condition: str, actions: tuple[str, ...]) -> str:
+    """The occurrence-log key of a relation without its outcome (all records of one stem)."""
+    return json.dumps([rtype, condition, list(actions)], ensure_ascii=False)
 
 
 def evidence_sign(rtype: str, record_outcome: str, observed: str) -> str | None:
@@ -148,12 +161,15 @@ def record_text(rtype: str, condition: str, actions: tuple[str, ...], outcome: s
 
 
 class OccurrenceLog:
-    """Every shareable occurrence per stem, and the episode keys already induced."""
+    """Every shareable occurrence per stem, the episode keys already induced and the task roles
+    of each (``roles``: episode key -> role -> entity; the roles of every occurrence of that
+    episode)."""
 
     def __init__(self) -> None:
         self.episodes: set[str] = set()
         # stem -> [(episode key, observed outcome, stall, creates)]
         self.stems: dict[str, list[tuple[str, str, bool, bool]]] = {}
+        self.roles: dict[str, dict[str, str]] = {}
 
     def observe(self, store: RecordStore, occ: Occurrence, episode: str, scope: str) -> None:
         entries = self.stems.setdefault(occ.stem, [])
@@ -161,7 +177,7 @@ class OccurrenceLog:
         outcomes = sorted({o for _, o, _, creates in entries if creates})
         entries.append(entry)
         for outcome in outcomes:
-            _apply(store.get(occ.type, occ.condition, occ.actions, outcome), entry)
+            self.apply(store.get(occ.type, occ.condition, occ.actions, outcome), entry)
         if occ.creates and occ.outcome not in outcomes:
             record = store.get(occ.type, occ.condition, occ.actions, occ.outcome)
             record.scope = record.scope or scope
@@ -169,30 +185,60 @@ class OccurrenceLog:
                 occ.type, occ.condition, occ.actions, occ.outcome
             )
             for logged in entries:
-                _apply(record, logged)
+                self.apply(record, logged)
+
+    def apply(self, record: Record, entry: tuple[str, str, bool, bool]) -> None:
+        """Fold one logged occurrence into ``record``: its evidence sign (B.2.5) and, when it
+        is evidence, its episode's roles into the record's agreed roles."""
+        episode, observed, stall, _ = entry
+        sign = evidence_sign(record.type, record.outcome, observed)
+        if sign is None:
+            return
+        record.annotate(episode, sign, stall=stall)
+        roles = self.roles.get(episode, {})
+        record.extra["roles"] = agreed_roles(record.extra.get("roles"), roles)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "episodes": sorted(self.episodes),
             "stems": {stem: [list(e) for e in entries] for stem, entries in self.stems.items()},
+            "roles": {e: dict(sorted(r.items())) for e, r in sorted(self.roles.items())},
         }
 
     @staticmethod
     def from_dict(d: dict[str, Any]) -> OccurrenceLog:
+        if d.get("episodes") and "roles" not in d:
+            raise ValueError(
+                "memco occurrence log without per-episode task roles (written before MemCo "
+                "snapshot schema v2): its occurrences cannot be abstracted under their own "
+                "episode's roles; re-run acquisition to write a v2 snapshot."
+            )
         log = OccurrenceLog()
         log.episodes = set(d.get("episodes", []))
         log.stems = {
             stem: [(str(e), str(o), bool(s), bool(c)) for e, o, s, c in entries]
             for stem, entries in d.get("stems", {}).items()
         }
+        log.roles = {str(e): dict(r) for e, r in d.get("roles", {}).items()}
         return log
 
 
-def _apply(record: Record, entry: tuple[str, str, bool, bool]) -> None:
-    episode, observed, stall, _ = entry
-    sign = evidence_sign(record.type, record.outcome, observed)
-    if sign is not None:
-        record.annotate(episode, sign, stall=stall)
+def restrict(record: Record, log: OccurrenceLog, episodes: Collection[str]) -> Record:
+    """The part of ``record`` that ``episodes`` contribute: a record of the same relation folded
+    over their logged occurrences only (the fold of :meth:`OccurrenceLog.observe`; over all of
+    the record's episodes it gives the record's own counters and ledger back)."""
+    part = Record(
+        record.type,
+        record.condition,
+        record.actions,
+        record.outcome,
+        text=record.text,
+        scope=record.scope,
+    )
+    for entry in log.stems.get(stem_key(record.type, record.condition, record.actions), ()):
+        if entry[0] in episodes:
+            log.apply(part, entry)
+    return part
 
 
 def occurrence_log(store: RecordStore) -> OccurrenceLog:
@@ -291,15 +337,22 @@ def induce(
     episode: str,
     scope: str,
     log: OccurrenceLog | None = None,
+    roles: Mapping[str, str] | None = None,
 ) -> None:
-    """Induce one episode's records and evidence into ``store`` (idempotent per episode key)."""
+    """Induce one episode's records and evidence into ``store`` (idempotent per episode key).
+
+    ``roles``: the episode's task roles (``adapter.roles(task)``), kept in the log for its
+    occurrences and folded into the agreed roles of every record it gives evidence to.
+    """
     log = occurrence_log(store) if log is None else log
     key = f"{scope}|{episode}"
     if key in log.episodes:
         return
     log.episodes.add(key)
+    log.roles[key] = dict(sorted((roles or {}).items()))
     goal = normalize(goal)
     for occ in occurrences(transitions, success, goal):
         log.observe(store, occ, key, scope)
     for record in reflection_records(transitions, success, goal, scope):
-        store.add(record)
+        kept = store.add(record)
+        kept.extra["roles"] = agreed_roles(kept.extra.get("roles"), log.roles[key])

@@ -3,19 +3,23 @@ support together (paper Sections 3.3-3.5, Appendix B).
 
 - One *agent* per source domain (``task.domain``): each completed acquisition episode updates
   its agent's local memory ``[G, P, E, R]`` (graph LocalMerge, record induction with
-  deterministic evidence). No LLM call.
+  deterministic evidence). The episode's task roles are kept with its occurrences. No LLM call.
 - The global memory is rebuilt from all current local memories (Wilson promotion) whenever
   local memory changed, before the next retrieval: a complete snapshot is published between
-  decisions, never during one.
+  decisions, never during one. Every occurrence is abstracted under its own episode's roles
+  (Table 8's caption, B.3.1), so the global memory does not depend on the observation order.
 - Every step (``granularity = "step"``) builds the decision query, retrieves ``k_l`` local and
   ``k_g`` global entries, composes them into ground / workflow / reflection and renders the
-  seven-line Memory Decision Summary of Appendix G into the ``memco`` prompt slot.
+  seven-line Memory Decision Summary of Appendix G into the ``memco`` prompt slot. The
+  ``composition: concat`` ablation (fixed L5+G5 concatenation, Fig. 4(c,d), Table 12) retrieves
+  the same entries per step and lists them as stored instead of composing them.
 - Evaluation (``eval_views``): each agent in turn, with its own frozen local memory plus the
   shared global memory, on the whole test set. During acquisition an episode uses the memory of
   its own domain's agent.
-- A snapshot stores the local memories (graph, records, occurrence log) and, for inspection, the
-  global snapshot; loading rebuilds the global memory with the *current* promotion settings, so
-  a threshold sweep on a saved snapshot rebuilds only the global memory.
+- A snapshot (schema v2: the occurrence log holds each episode's roles) stores the local
+  memories (graph, records, occurrence log) and, for inspection, the global snapshot; loading
+  rebuilds the global memory with the *current* promotion settings, so a threshold sweep on a
+  saved snapshot rebuilds only the global memory.
 """
 
 from __future__ import annotations
@@ -34,12 +38,13 @@ from memarena.memory.memco.induction import (
     induce,
     occurrence_log,
 )
-from memarena.memory.memco.query import build_query
+from memarena.memory.memco.query import DecisionQuery, build_query
 from memarena.memory.memco.records import RecordStore
 from memarena.memory.memco.retrieval import (
     FACETS,
     PoolIndex,
     RetrievalSettings,
+    Retrieved,
     candidates,
     global_pool,
     index_pool,
@@ -88,7 +93,7 @@ class MemCo(MemoryMethod):
     """MemCo as ``method=memco`` (parameters in ``conf/method/memco.yaml``)."""
 
     name = "memco"
-    schema_version = 1
+    schema_version = 2  # v2: per-episode task roles in the occurrence log
     granularity = "step"
     acquisition_policy = "agent"
 
@@ -159,11 +164,16 @@ class MemCo(MemoryMethod):
         episode = task.id
         if not local.graph.add_episode(transitions, episode):
             return  # already merged (a replay on resume)
-        known = len(local.store)
-        induce(transitions, outcome.success, task.goal, local.store, episode, scope=task.domain)
         roles = self.adapter.roles(task)
-        for record in list(local.store.records.values())[known:]:  # the records it created
-            record.extra.setdefault("roles", roles)
+        induce(
+            transitions,
+            outcome.success,
+            task.goal,
+            local.store,
+            episode,
+            scope=task.domain,
+            roles=roles,
+        )
         self._entries_cache.pop(task.domain, None)
         self._dirty = True
 
@@ -197,35 +207,14 @@ class MemCo(MemoryMethod):
     def retrieve(self, query: MemoryQuery) -> MemoryContext:
         if self._dirty:
             self.rebuild_global()
-        agent = self._view if self._view is not None else query.task.domain
-        local = self.locals.get(agent) if self.use_local else None
-        record_entries = self._record_entries(agent) if local is not None else PoolIndex()
-        global_entries = self._global_entries() if self.use_global else PoolIndex()
-        if not len(record_entries) and not len(global_entries):
+        selected = self._select(query)
+        if selected is None:
             self._calls += 1
             return MemoryContext.empty()
-        q = build_query(query, self.adapter)
-        transitions = (
-            local.graph.neighborhood(q.state, self.max_transitions) if local is not None else []
-        )
-        transition_entries = local_pool([], transitions)
-        if self.composition == "concat":  # the whole pools, no query-guided filtering
-            composed = concat_context(
-                record_entries.entries() + transition_entries,
-                global_entries.entries(),
-                self.settings.k_local,
-                self.settings.k_global,
-            )
+        q, picked = selected
+        if self.composition == "concat":  # L5+G5: the selections as stored, not composed
+            composed = concat_context(picked.local, picked.global_)
         else:
-            embedder = self.services.embedder if self.settings.scorer == "cosine" else None
-            picked = retrieve_pools(
-                q,
-                candidates(record_entries, q, self.adapter) + transition_entries,
-                candidates(global_entries, q, self.adapter),
-                self.adapter,
-                self.settings,
-                embedder,
-            )
             composed = compose(
                 picked.local, picked.global_, q, self.adapter, self.max_items_per_role
             )
@@ -234,6 +223,30 @@ class MemCo(MemoryMethod):
         self._entries += len(context.memory_ids)
         self._words += len(context.slots.get(SLOT, "").split())
         return context
+
+    def _select(self, query: MemoryQuery) -> tuple[DecisionQuery, Retrieved] | None:
+        """The decision query and ``S^l``, ``S^g`` (Eq. 7) of the view's agent; None when
+        neither source holds an entry."""
+        agent = self._view if self._view is not None else query.task.domain
+        local = self.locals.get(agent) if self.use_local else None
+        record_entries = self._record_entries(agent) if local is not None else PoolIndex()
+        global_entries = self._global_entries() if self.use_global else PoolIndex()
+        if not len(record_entries) and not len(global_entries):
+            return None
+        q = build_query(query, self.adapter)
+        transitions = (
+            local.graph.neighborhood(q.state, self.max_transitions) if local is not None else []
+        )
+        embedder = self.services.embedder if self.settings.scorer == "cosine" else None
+        picked = retrieve_pools(
+            q,
+            candidates(record_entries, q, self.adapter) + local_pool([], transitions),
+            candidates(global_entries, q, self.adapter),
+            self.adapter,
+            self.settings,
+            embedder,
+        )
+        return q, picked
 
     def metrics(self) -> dict[str, float]:
         """Memory cost (paper Figure 3 a-c): promoted global records, and per retrieval call
@@ -274,7 +287,10 @@ class MemCo(MemoryMethod):
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.locals = {a: LocalMemory.from_dict(d) for a, d in state["agents"].items()}
+        try:
+            self.locals = {a: LocalMemory.from_dict(d) for a, d in state["agents"].items()}
+        except ValueError as exc:
+            raise ConfigError(f"memarena: MemCo snapshot: {exc}") from None
         self._entries_cache.clear()
         self.rebuild_global()  # with the current alpha / threshold / promotion rule
 

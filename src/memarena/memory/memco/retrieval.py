@@ -36,7 +36,8 @@ Facets (outer weights 1; ``r = r_x + r_p + r_g`` over ``settings.facets``):
   (``progress``, ``success``) and the action is not done yet; 0 otherwise.
 - ``r_g = (n_match - n_mismatch) / |roles|`` over the goal roles: a role matches when its entity's
   tokens all occur in the entry's bound steps or condition, mismatches when the entry records
-  (``extra["roles"]``) another entity for that role; 0 without goal roles.
+  (``extra["roles"]``: the roles all of a local record's episodes agree on) another entity for
+  that role; 0 without goal roles.
 
 Hard filters (before ranking): ``s_state`` facts with more mismatches than matches; a global
 step whose roles cannot be bound; a ``case`` or ``reflection`` recorded for other goal entities
@@ -61,7 +62,8 @@ content tokens; same text when there are no steps) keeping the higher rank; sort
 more than ``k`` remain, take per facet ``d`` in ``(x, p, g)`` the unselected entry with the
 largest ``r_d > 0`` (ties by rank), then fill by rank. Ablation scorers ``cosine`` / ``bm25``
 replace ``r`` by one similarity of ``q.text`` and the entry text in ``[0, 1]`` (BM25 divided by
-its maximum) and skip the facet coverage; filters and the other rank terms stay.
+its maximum) and skip the facet coverage; filters and the other rank terms stay. The fixed
+L5+G5 concatenation ablation (compose.py ``concat_context``) uses these same selections.
 """
 
 from __future__ import annotations

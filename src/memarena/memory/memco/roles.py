@@ -290,6 +290,19 @@ ADAPTERS: dict[str, GenericAdapter] = {
 GENERIC = GenericAdapter()
 
 
+def agreed_roles(recorded: dict[str, str] | None, roles: dict[str, str]) -> dict[str, str]:
+    """The roles ``recorded`` (None: nothing recorded yet) and ``roles`` agree on.
+
+    A local record seen in several episodes keeps only the role entities every one of them
+    shares; the intersection is commutative and associative, so the result does not depend on
+    the order of the episodes (Proposition D.2). Retrieval reads it as the record's roles
+    (``r_g`` mismatches, the case / reflection filter; see retrieval.py).
+    """
+    if recorded is None:
+        return dict(sorted(roles.items()))
+    return {r: e for r, e in sorted(recorded.items()) if roles.get(r) == e}
+
+
 def adapter_for(env_name: str) -> GenericAdapter:
     """The adapter whose key prefixes ``env_name`` (``fever_smoke`` -> fever), else generic."""
     name = str(env_name).lower()
