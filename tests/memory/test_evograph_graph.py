@@ -11,7 +11,7 @@ import json
 import pytest
 
 from memarena.core.llm_types import Completion
-from memarena.core.types import Usage
+from memarena.core.types import Feedback, Outcome, Step, Task, Trajectory, Usage
 from memarena.llm.base import json_matches_schema
 from memarena.memory.evograph.controller import (
     ControllerItem,
@@ -19,6 +19,7 @@ from memarena.memory.evograph.controller import (
     GraphController,
     apply_decision,
     controller_schema,
+    trajectory_summary,
 )
 from memarena.memory.evograph.insight_graph import EvoInsight, InsightGraph
 
@@ -245,20 +246,8 @@ def test_failed_task_adds_no_edges():
     assert len(new_ids) == 1 and g.edges == []
 
 
-@pytest.mark.parametrize(
-    "output",
-    [
-        "not json at all",
-        '["KEEP"]',
-        {"ins-0001": {"op": "KEEP", "revision": ""}, "ins-0099": {"op": "KEEP"}, "add": False},
-        {"ins-0001": {"op": "DELETE", "revision": ""}, "add": False, "insight": ""},
-        {"ins-0001": {"op": "REVISE", "revision": "  "}, "add": False, "insight": ""},
-        {"ins-0001": {"op": "REVISE"}, "add": False, "insight": ""},
-        {"ins-0001": {"op": "KEEP", "revision": ""}, "add": True, "insight": ""},
-        {"add": False, "insight": ""},
-    ],
-)
-def test_malformed_output_is_counted_fallback_and_changes_nothing(output):
+@pytest.mark.parametrize("output", ["not json at all", '["KEEP"]'])
+def test_unusable_output_is_counted_fallback_and_changes_nothing(output):
     g = InsightGraph()
     k = g.add("k", "q1")
     before = g.to_dict()
@@ -268,8 +257,87 @@ def test_malformed_output_is_counted_fallback_and_changes_nothing(output):
     assert decision.fallback and decision.ops == {} and not decision.add
     assert apply_decision(g, decision, "q2", resolved=True) == []
     assert g.to_dict() == before
-    assert ctl.fallbacks == 1 and ctl.stats["fallbacks"] == 1
+    assert ctl.fallbacks == 1 and ctl.stats["fallbacks"] == 1 and ctl.stats["invalid_ops"] == 0
     assert llm.usage.fallbacks == {"evograph_controller": 1}
+
+
+@pytest.mark.parametrize(
+    ("output", "kept"),
+    [
+        (
+            {"ins-0001": {"op": "KEEP", "revision": ""}, "ins-0099": {"op": "KEEP"}, "add": False},
+            True,
+        ),  # an edit of an id that was not retrieved
+        ({"ins-0001": {"op": "DELETE", "revision": ""}, "add": False, "insight": ""}, False),
+        ({"ins-0001": {"op": "REVISE", "revision": "  "}, "add": False, "insight": ""}, False),
+        ({"ins-0001": {"op": "REVISE"}, "add": False, "insight": ""}, False),
+        ({"ins-0001": {"op": "KEEP", "revision": ""}, "add": True, "insight": ""}, True),
+        ({"add": False, "insight": ""}, False),  # the retrieved insight has no edit
+    ],
+)
+def test_each_invalid_operation_is_its_own_fallback(output, kept):
+    g = InsightGraph()
+    k = g.add("k", "q1")
+    llm = ScriptedLLM([output])
+    ctl = GraphController(llm)
+    (decision,) = ctl.decide([item("q2", [k], g)])
+    assert not decision.fallback and len(decision.invalid) == 1 and not decision.add
+    assert decision.ops == ({k: "KEEP"} if kept else {})
+    apply_decision(g, decision, "q2", resolved=True)
+    assert state(g, k) == ("k", {"q1", "q2"} if kept else {"q1"}, set(), True)
+    assert len(g) == 1 and ctl.fallbacks == 0 and ctl.stats["invalid_ops"] == 1
+    assert llm.usage.fallbacks == {"evograph_controller_op": 1}
+
+
+@pytest.mark.parametrize(
+    "bad_revise",
+    [
+        {"op": "REVISE", "revision": ""},  # a retrieved insight revised without a text
+        None,  # ... or revised under an id that was never retrieved
+    ],
+)
+def test_valid_ops_applied_despite_one_bad_revise(bad_revise):
+    g = InsightGraph()
+    a, b = g.add("archive me", "q1"), g.add("leave me", "q1")
+    answer = {a: {"op": "ARCHIVE", "revision": ""}, "add": True, "insight": "A new lesson."}
+    if bad_revise is None:
+        answer["ins-0099"] = {"op": "REVISE", "revision": "better"}
+        answer[b] = {"op": "KEEP", "revision": ""}
+    else:
+        answer[b] = bad_revise
+    llm = ScriptedLLM([answer])
+    ctl = GraphController(llm)
+    (decision,) = ctl.decide([item("q2", [a, b], g)])
+    new_ids = apply_decision(g, decision, "q2", resolved=True)
+    assert state(g, a) == ("archive me", {"q1"}, {"q2"}, False)  # ARCHIVE applied
+    (added,) = new_ids
+    assert state(g, added) == ("A new lesson.", {"q2"}, set(), True)  # ADD applied
+    assert g.nodes[b].active and g.nodes[b].content == "leave me" and g.nodes[b].neg == set()
+    assert "ins-0099" not in g.nodes and len(g) == 3
+    assert set(g.edges) == {(a, added, "q2"), (b, added, "q2")}  # Eq. 18: every retrieved
+    assert ctl.stats["invalid_ops"] == 1 and ctl.stats["ARCHIVE"] == ctl.stats["ADD"] == 1
+    assert ctl.fallbacks == 0 and llm.usage.fallbacks == {"evograph_controller_op": 1}
+
+
+def test_compressed_trajectory_keeps_failing_step_and_final_outcome():
+    def step(i: int, ok: bool = True) -> Step:
+        label = None if ok else "precondition"
+        return Step(f"act {i}", f"obs {i}", 0.0, 0.1, Feedback(ok, ok, label))
+
+    steps = [step(i, ok=i != 7) for i in range(1, 31)]  # step 7 fails, 30 steps in all
+    t = Trajectory(Task("q", "pddl", "test", "d", "goal"), "start", steps)
+    summary = trajectory_summary(t, Outcome(False, 0.4, 30, "budget"), max_steps=8)
+    lines = summary.splitlines()
+    assert lines[:2] == ["1. > act 1 -> obs 1", "2. > act 2 -> obs 2"]  # head
+    assert "7. > act 7 -> obs 7 [failed: precondition]" in lines  # the failing step
+    assert lines[-2:] == [
+        "30. > act 30 -> obs 30",
+        "Final outcome: Failed (status budget, progress 0.40, 30 steps)",
+    ]
+    assert "... (4 steps omitted) ..." in lines  # steps 3-6
+    assert sum(1 for line in lines if line[0].isdigit()) == 8
+    short = trajectory_summary(Trajectory(t.task, "start", steps[:3]))
+    assert short.splitlines()[0] == "1. > act 1 -> obs 1" and "omitted" not in short
 
 
 @pytest.mark.parametrize(
@@ -289,7 +357,7 @@ def test_ablation_allowed_ops_enforced(allowed, bad_op):
     assert "revision" not in schema["properties"][k]["properties"]
     assert not json_matches_schema(json.dumps(bad), schema)
     assert good.ops == {k: allowed[-1]} and not good.fallback
-    assert rejected.fallback and ctl.fallbacks == 1
+    assert rejected.ops == {} and len(rejected.invalid) == 1 and ctl.stats["invalid_ops"] == 1
     system = llm.requests[0].messages[0]["content"]
     assert "REVISE:" not in system
 
@@ -301,7 +369,8 @@ def test_add_disabled_and_schema_reserved_ids():
     ctl = GraphController(llm, allow_add=False)
     assert ctl.decide([("q0", "Resolved", "t", [])]) == [Decision()] and llm.calls == 0
     (decision,) = ctl.decide([item("q2", [k], g)])
-    assert decision.fallback
+    assert decision.ops == {k: "KEEP"} and not decision.add  # the ADD alone is invalid
+    assert decision.invalid == ["add is disabled"] and not decision.fallback
     assert "add" not in controller_schema([k], allow_add=False)["properties"]
     with pytest.raises(ValueError):
         controller_schema(["add"])

@@ -20,8 +20,10 @@ GOAL = "v:1,0,0"  # FakeEmbedder: every task with this goal embeds identically (
 
 def traj(i: int, goal: str = GOAL) -> Trajectory:
     task = Task(f"pddl/t/{i}", "pddl", "test", "gripper", goal)
-    steps = [Step("pick ball1 rooma left", "ok", 0.0, 0.5, Feedback(True, True)),
-             Step("move rooma roomb", "ok", 0.0, 1.0, Feedback(True, True))]
+    steps = [
+        Step("pick ball1 rooma left", "ok", 0.0, 0.5, Feedback(True, True)),
+        Step("move rooma roomb", "ok", 0.0, 1.0, Feedback(True, True)),
+    ]
     return Trajectory(task, "start", steps)
 
 
@@ -30,8 +32,10 @@ def done(success: bool = True) -> Outcome:
 
 
 def decision(ops: dict[str, str] | None = None, add: str = "", revise: str = "") -> str:
-    body: dict = {i: ({"op": op, "revision": revise} if op == "REVISE" else {"op": op})
-                  for i, op in (ops or {}).items()}
+    body: dict = {
+        i: ({"op": op, "revision": revise} if op == "REVISE" else {"op": op})
+        for i, op in (ops or {}).items()
+    }
     body.update(add=bool(add), insight=add)
     return json.dumps(body)
 
@@ -40,10 +44,16 @@ def key_steps() -> str:
     return json.dumps({"key_steps": [{"step": 1, "why": "first move"}]})
 
 
+# query retrieval without G-Memory's LLM re-ranking and with a wide neighbourhood, so the
+# scripted answers below go to the controller and every stored task is in reach
+RETRIEVAL = {"k": 3, "n_successes": 2, "link_threshold": 0.7, "retrieve_threshold": -1.0}
+RETRIEVAL["rerank_successes"] = False
+
+
 def make(answers: list[str], **kw) -> tuple[EvoGraphMem, FakeLLM]:
     llm = FakeLLM(answers)
     services = MemoryServices(llm_factory=lambda: llm, embedder_factory=FakeEmbedder)
-    return EvoGraphMem(services=services, env_name="pddl", **kw), llm
+    return EvoGraphMem(services=services, env_name="pddl", **{**RETRIEVAL, **kw}), llm
 
 
 def run_task(memory: EvoGraphMem, i: int, success: bool = True) -> list[str]:
@@ -55,17 +65,28 @@ def run_task(memory: EvoGraphMem, i: int, success: bool = True) -> list[str]:
 
 
 def test_controller_operations_follow_eq_13_to_17():
-    memory, _ = make([
-        key_steps(), decision(add="Pick before moving."),                 # t0: ADD ins-0001
-        key_steps(), decision({"ins-0001": "KEEP"}, add="Drop at the goal room."),  # t1
-        key_steps(), decision({"ins-0001": "REVISE", "ins-0002": "ARCHIVE"},
-                              revise="Pick with a free gripper before moving."),     # t2 failed
-    ])
+    memory, _ = make(
+        [
+            key_steps(),
+            decision(add="Pick before moving."),  # t0: ADD ins-0001
+            key_steps(),
+            decision({"ins-0001": "KEEP"}, add="Drop at the goal room."),  # t1
+            key_steps(),
+            decision(
+                {"ins-0001": "REVISE", "ins-0002": "ARCHIVE"},
+                revise="Pick with a free gripper before moving.",
+            ),  # t2 failed
+        ]
+    )
     assert run_task(memory, 0) == []
     g = memory.graph
     first = g.get("ins-0001")
     assert (first.content, first.pos, first.neg, first.active) == (
-        "Pick before moving.", {"pddl/t/0"}, set(), True)
+        "Pick before moving.",
+        {"pddl/t/0"},
+        set(),
+        True,
+    )
     assert run_task(memory, 1) == ["ins-0001"]
     assert g.get("ins-0001").pos == {"pddl/t/0", "pddl/t/1"}  # KEEP: Omega+ ∪ {q}
     assert g.get("ins-0002").pos == {"pddl/t/1"}
@@ -77,7 +98,11 @@ def test_controller_operations_follow_eq_13_to_17():
     assert (archived.active, archived.neg) == (False, {"pddl/t/2"})  # ARCHIVE (Eq. 13)
     assert (new.content, new.pos, new.neg, new.active, new.parent) == (
         "Pick with a free gripper before moving.",
-        {"pddl/t/0", "pddl/t/1", "pddl/t/2"}, set(), True, "ins-0001")  # Eq. 15
+        {"pddl/t/0", "pddl/t/1", "pddl/t/2"},
+        set(),
+        True,
+        "ins-0001",
+    )  # Eq. 15
     assert not any("pddl/t/2" in e for e in map(tuple, g.edges))  # failed: no new edges
     # archived insights are never retrieved again (the controller's "{}" for t3 is malformed)
     assert run_task(memory, 3) == ["ins-0003"]
@@ -104,25 +129,80 @@ def test_retrieval_penalises_conflicting_evidence():
 
 
 def test_malformed_controller_output_is_counted_and_changes_nothing():
-    memory, llm = make([key_steps(), decision(add="Pick first."),
-                        key_steps(), "this is not json",
-                        key_steps(), decision({"ins-9999": "KEEP"})])
+    memory, llm = make(
+        [
+            key_steps(),
+            decision(add="Pick first."),
+            key_steps(),
+            "this is not json",
+            key_steps(),
+            decision({"ins-9999": "KEEP"}),
+        ]
+    )
     run_task(memory, 0)
     before = memory.graph.to_dict()
-    run_task(memory, 1)
-    run_task(memory, 2)  # an unknown id is malformed too
+    run_task(memory, 1)  # not JSON: one fallback for the whole answer
+    run_task(memory, 2)  # an unknown id, and ins-0001 left without an edit: two invalid ops
     assert memory.graph.to_dict() == before
-    assert memory.controller_fallbacks == 2
-    assert llm.usage.fallbacks.get("evograph_controller") == 2
+    assert memory.controller_fallbacks == 1 and memory.controller_invalid_ops == 2
+    assert llm.usage.fallbacks == {"evograph_controller": 1, "evograph_controller_op": 2}
+    assert memory.metrics()["controller_invalid_ops"] == 2
+
+
+def test_one_bad_revise_keeps_the_good_archive_and_add():
+    memory, llm = make(
+        [
+            key_steps(),
+            decision(add="Pick first."),
+            key_steps(),
+            decision({"ins-0001": "KEEP"}, add="Move after picking."),
+        ]
+    )
+    run_task(memory, 0)
+    run_task(memory, 1)  # shown ins-0001; adds ins-0002
+    bad = {
+        "ins-0001": {"op": "ARCHIVE"},
+        "ins-0002": {"op": "REVISE", "revision": ""},
+        "add": True,
+        "insight": "Check the room first.",
+    }
+    llm.answers += [key_steps(), json.dumps(bad)]
+    assert run_task(memory, 2, success=False) == ["ins-0001", "ins-0002"]
+    g = memory.graph
+    assert not g.get("ins-0001").active and g.get("ins-0001").neg == {"pddl/t/2"}  # ARCHIVE
+    assert g.get("ins-0002").active and g.get("ins-0002").neg == set()  # bad REVISE: nothing
+    assert g.get("ins-0003").content == "Check the room first."  # ADD
+    assert memory.controller_invalid_ops == 1 and memory.controller_fallbacks == 0
+    assert llm.usage.fallbacks == {"evograph_controller_op": 1}
+    assert memory.decisions == {"KEEP": 1, "ARCHIVE": 1, "REVISE": 0, "ADD": 3}
+    state = json.loads(json.dumps(memory.state_dict()))
+    again, _ = make([])
+    again.load_state_dict(state)
+    assert again.controller_invalid_ops == 1
+
+
+def test_long_failed_trajectory_keeps_failing_step_and_outcome_in_the_prompt():
+    memory, llm = make([key_steps(), decision(add="Pick first.")])
+    task = Task("pddl/t/long", "pddl", "test", "gripper", GOAL)
+    steps = [Step(f"move room{i}", "ok", 0.0, 0.0, Feedback(True, True)) for i in range(30)]
+    steps[4] = Step(
+        "drop ball9 roomz", "no such ball", 0.0, 0.0, Feedback(False, False, "precondition")
+    )
+    memory.observe(Trajectory(task, "start", steps), done(False))
+    prompt = llm.requests[-1].messages[1]["content"]
+    assert "5. > drop ball9 roomz -> no such ball [failed: precondition]" in prompt
+    assert "30. > move room29 -> ok" in prompt and "steps omitted" in prompt
+    assert "Final outcome: Failed (status failure, progress 0.00, 2 steps)" in prompt
 
 
 def test_ablation_ops_are_enforced_and_tokens_counted():
-    memory, _ = make([key_steps(), decision(add="Pick first."),
-                      key_steps(), decision({"ins-0001": "ARCHIVE"})],
-                     controller_ops=["KEEP"])
+    memory, _ = make(
+        [key_steps(), decision(add="Pick first."), key_steps(), decision({"ins-0001": "ARCHIVE"})],
+        controller_ops=["KEEP"],
+    )
     run_task(memory, 0)
-    run_task(memory, 1)  # ARCHIVE is not allowed in add+keep: a counted fallback
-    assert memory.graph.get("ins-0001").active and memory.controller_fallbacks == 1
+    run_task(memory, 1)  # ARCHIVE is not allowed in add+keep: a counted invalid operation
+    assert memory.graph.get("ins-0001").active and memory.controller_invalid_ops == 1
     usage = memory.metrics()["memory_token_usage"]
     assert usage["controller"]["calls"] == 2 and usage["key_steps"]["calls"] == 2
     assert memory.own_tokens() == 4 * 13  # FakeLLM: 10 + 3 tokens per request
@@ -131,8 +211,14 @@ def test_ablation_ops_are_enforced_and_tokens_counted():
 
 
 def test_snapshot_round_trip_keeps_versions_and_never_retrieves_archived():
-    memory, _ = make([key_steps(), decision(add="Pick first."),
-                      key_steps(), decision({"ins-0001": "REVISE"}, revise="Pick, then move.")])
+    memory, _ = make(
+        [
+            key_steps(),
+            decision(add="Pick first."),
+            key_steps(),
+            decision({"ins-0001": "REVISE"}, revise="Pick, then move."),
+        ]
+    )
     run_task(memory, 0)
     run_task(memory, 1)
     state = json.loads(json.dumps(memory.state_dict()))
@@ -140,17 +226,29 @@ def test_snapshot_round_trip_keeps_versions_and_never_retrieves_archived():
     again, _ = make([])
     again.load_state_dict(state)
     assert again.graph.to_dict() == memory.graph.to_dict()
-    assert [v["content"] for v in again.graph.history("ins-0002")] == ["Pick first.",
-                                                                        "Pick, then move."]
+    assert [v["content"] for v in again.graph.history("ins-0002")] == [
+        "Pick first.",
+        "Pick, then move.",
+    ]
     expanded = ["pddl/t/0", "pddl/t/1"]
     assert [i for i, _ in again.select_insights(expanded, expanded)] == ["ins-0002"]
 
 
 def test_run_py_evograph_with_the_embedded_memory_llm(tmp_path):
-    proc = run_py(["method=evograph", "env=pddl", "backbone=scripted",
-                   "memory_backbone=smollm2_135m", "protocol=dynamic",
-                   "protocol.max_train_tasks=0", "protocol.max_eval_tasks=2",
-                   "protocol.step_budget=4", "logger=none", f"paths.results_dir={tmp_path}"])
+    proc = run_py(
+        [
+            "method=evograph",
+            "env=pddl",
+            "backbone=scripted",
+            "memory_backbone=smollm2_135m",
+            "protocol=dynamic",
+            "protocol.max_train_tasks=0",
+            "protocol.max_eval_tasks=2",
+            "protocol.step_budget=4",
+            "logger=none",
+            f"paths.results_dir={tmp_path}",
+        ]
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     metrics = json.loads(next(tmp_path.rglob("metrics.json")).read_text())
     assert metrics["memory_token_usage"]["controller"]["calls"] == 2

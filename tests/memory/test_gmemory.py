@@ -20,8 +20,8 @@ from memarena.core import (
     Task,
     Trajectory,
 )
-from memarena.memory.gmemory import GMemory
-from memarena.memory.gmemory.insights import InsightGraph, maintain, merge_groups
+from memarena.memory.gmemory import GMemory, maintenance
+from memarena.memory.gmemory.insights import InsightGraph, parse_merge, parse_ops
 from memarena.memory.gmemory.interaction import (
     build_interaction_graph,
     extract_key_steps,
@@ -150,7 +150,7 @@ def test_rank_insights_by_overlap_then_score_then_id():
     assert [i.id for i in graph.rank_insights(["a", "b", "c"], top_b=2)] == [i2.id, i3.id]
 
 
-def test_apply_ops_scores_and_deletion():
+def test_apply_ops_scores_and_clear_removes_at_zero():
     graph = InsightGraph()
     counts = graph.apply([{"op": "ADD", "content": "check preconditions"}], ["q1"])
     (ins,) = graph.insights.values()
@@ -158,52 +158,32 @@ def test_apply_ops_scores_and_deletion():
     graph.apply([{"op": "AGREE", "id": ins.id}], ["q2"])  # 2 + 1 = 3
     graph.apply([{"op": "EDIT", "id": ins.id, "content": "new"}], ["q3"])  # 3 + 1 = 4
     assert ins.score == 4 and ins.content == "new" and ins.supports == {"q1", "q2", "q3"}
-    graph.apply([{"op": "REMOVE", "id": ins.id}] * 3, ["q4"])  # 4 - 3 = 1, still there
-    assert ins.score == 1 and ins.id in graph.insights
-    counts = graph.apply([{"op": "REMOVE", "id": ins.id}, {"op": "AGREE", "id": ins.id}], [])
-    assert counts["deleted"] == 1 and len(graph) == 0  # 1 - 1 = 0 -> deleted; AGREE skipped
+    graph.apply([{"op": "REMOVE", "id": ins.id}] * 4, ["q4"])  # 4 - 4 = 0: not removed yet
+    assert ins.score == 0 and ins.supports == {"q1", "q2", "q3"} and graph.clear() == 1
+    assert len(graph) == 0 and graph.apply([{"op": "AGREE", "id": ins.id}], [])["AGREE"] == 0
 
 
-def test_hyper_edges_from_shown_insights():
-    graph = InsightGraph()
-    old = graph.add("old", {"q0"})
-    graph.apply([{"op": "ADD", "content": "new"}], ["q1"], context={"q1": [old.id]})
-    assert sorted(graph.insights) == [old.id, "ins-2"]
-    assert graph.edges == [(old.id, "ins-2", "q1")]
-
-
-def test_maintain_parses_ops_and_malformed_changes_nothing():
+def test_parse_ops_and_merge_count_malformed_answers():
     graph = InsightGraph()
     ins = graph.add("keep", {"q0"})
     answer = {
         "operations": [
             {"op": "ADD", "content": "new lesson"},
             {"op": "AGREE", "id": ins.id},
-            {"op": "REMOVE", "id": "ins-99"},  # unknown id: dropped, counted
+            {"op": "REMOVE", "id": "ins-99"},  # not shown: dropped, counted
+            {"op": "EDIT", "id": ins.id},  # no content: dropped, counted
         ]
     }
-    llm = FakeLLM([json.dumps(answer)])
-    usage: dict[str, int] = {}
-    ops = maintain(llm, ["Task: s"], ["Task: f"], graph, usage=usage)
-    assert ops == [{"op": "ADD", "content": "new lesson"}, {"op": "AGREE", "id": ins.id}]
-    assert llm.usage.fallbacks == {"gmemory_insights": 1} and usage["calls"] == 1
-    prompt = llm.requests[0].messages[1]["content"]
-    assert "[ins-1] keep" in prompt and "Task: s" in prompt and "Task: f" in prompt
-    bad = FakeLLM(['{"operations": "oops"', '{"groups": 3}'])
-    before = graph.to_dict()
-    assert maintain(bad, [], [], graph) == [] and merge_groups(bad, graph) == []
-    assert graph.to_dict() == before and bad.usage.fallbacks == {"gmemory_insights": 2}
-
-
-def test_merge_unions_supports_and_redirects_edges():
-    graph = InsightGraph()
-    a, b, c = graph.add("a", {"q1"}), graph.add("b", {"q2"}, score=4), graph.add("c", {"q3"})
-    graph.edges = [(c.id, b.id, "q3"), (a.id, b.id, "q2")]
-    removed = graph.merge([{"ids": [b.id, a.id], "content": "a and b"}, {"ids": [a.id]}])
-    assert removed == 1 and sorted(graph.insights) == [a.id, c.id]
-    merged = graph.insights[a.id]
-    assert merged.content == "a and b" and merged.supports == {"q1", "q2"} and merged.score == 4
-    assert graph.edges == [(c.id, a.id, "q3")]  # (a, b) became a self-loop and is dropped
+    llm = FakeLLM()
+    fallbacks: dict[str, int] = {}
+    valid = parse_ops(llm, answer, {ins.id}, fallbacks)
+    assert valid == [{"op": "ADD", "content": "new lesson"}, {"op": "AGREE", "id": ins.id}]
+    assert fallbacks == {"gmemory_insights": 2} == llm.usage.fallbacks
+    assert parse_ops(llm, None, {ins.id}, fallbacks) == []  # unparseable: json_batch counted it
+    assert parse_ops(llm, {"operations": "oops"}, {ins.id}, fallbacks) == []
+    assert parse_merge(llm, {"insights": ["a", " "]}, ["x", "y"], 1, fallbacks) == ["x", "y"]
+    assert parse_merge(llm, {"insights": ["a", "b"]}, ["x", "y", "z"], 1, fallbacks) == ["a"]
+    assert fallbacks == {"gmemory_insights": 4}
 
 
 # -- the method ------------------------------------------------------------------------------
@@ -214,69 +194,62 @@ def ops_answer(*ops) -> str:
 KEY = json.dumps({"key_steps": [{"step": 2, "why": "goal reached"}]})
 
 
-def test_schedule_maintenance_every_5_and_merge_every_20():
+def test_schedule_finetune_every_5_and_merge_every_20():
     llm = FakeLLM(default=KEY)
     memory = make(llm)
     calls = []
-    memory.run_maintenance = lambda: calls.append(("maintain", memory.n_observed))
+    memory.run_finetune = lambda: calls.append(("finetune", memory.n_observed))
     memory.run_merge = lambda: calls.append(("merge", memory.n_observed))
     for i in range(40):
         memory.observe(traj(f"t{i}", f"goal {i}"), outcome(i % 2 == 0))
-    assert [c for c in calls if c[0] == "maintain"] == [("maintain", n) for n in range(5, 41, 5)]
+    assert [c for c in calls if c[0] == "finetune"] == [("finetune", n) for n in range(5, 41, 5)]
     assert [c for c in calls if c[0] == "merge"] == [("merge", 20), ("merge", 40)]
 
 
 def test_observe_retrieve_slots_tokens_and_round_trip():
-    llm = FakeLLM()
+    llm = FakeLLM(default=ops_answer({"op": "ADD", "content": "pick before put"}))
     memory = make(llm, k=2, n_successes=1, top_b=5)
     goals = ["v:1,0,0", "v:0.9,0.1,0", "v:0,1,0", "v:0.1,0.9,0", "v:0,0,1"]
     for i, goal in enumerate(goals):
         llm.answers.append(KEY)  # key steps of task i
-        if i == 4:  # the 5th observation triggers maintenance
-            llm.answers.append(
-                ops_answer(
-                    {"op": "ADD", "content": "pick before put"}, {"op": "ADD", "content": "x"}
-                )
-            )
+        if i == 0:
+            llm.answers.append(json.dumps({"reason": "put a in the wrong place"}))
+        # the 5th observation fine-tunes on 5 drawn tasks: one batch each, the default answers
         memory.observe(traj(f"t{i}", goal), outcome(success=i != 0))
     assert len(memory.queries) == 5 and memory.queries.graph.number_of_edges() == 2
     assert memory.queries.nodes["t1"].key_steps == [1]
-    assert len(memory.insights) == 2 and memory.insights.insights["ins-1"].supports == {
-        f"t{i}" for i in range(5)
-    }
-    assert memory.token_usage["key_steps"] == {
-        "calls": 5,
-        "prompt_tokens": 50,
-        "completion_tokens": 15,
-    }
-    assert memory.token_usage["insights"] == {
-        "calls": 1,
-        "prompt_tokens": 10,
-        "completion_tokens": 3,
-    }
-    assert memory.token_usage["merge"]["calls"] == 0
+    assert memory.queries.nodes["t0"].fail_reason == "put a in the wrong place"
+    (ins,) = memory.insights.insights.values()  # later ADDs of the same rule are duplicates
+    assert ins.content == "pick before put" and ins.score == 2
+    usage = memory.token_usage
+    assert usage["key_steps"] == {"calls": 5, "prompt_tokens": 50, "completion_tokens": 15}
+    assert usage["fail_reason"]["calls"] == 1 and usage["insights"]["calls"] == 5
+    assert usage["merge"]["calls"] == 0 and usage["relevance"]["calls"] == 0
 
+    scores = [json.dumps({"score": 8}), json.dumps({"score": 2})]
+    llm.answers += scores
     ctx = memory.retrieve(query("new", "v:1,0.05,0"))
-    # top-2: t0 (Failed), t1; expansion adds nothing new; n_successes=1 -> t1 only
+    # graph: t0 (Failed), t1 -> one solved hit < pool of 2 -> nearest solved t1, t3; LLM: t1
     assert list(ctx.slots) == ["past_successes", "insights"]
     assert "Task: v:0.9,0.1,0 (Resolved)" in ctx.slots["past_successes"]
     assert "step 2: > put a" in ctx.slots["past_successes"]
-    assert ctx.slots["insights"].splitlines()[1:] == ["1. pick before put", "2. x"]
-    assert ctx.memory_ids == ["t1", "ins-1", "ins-2"] and memory.shown["new"] == ["ins-1", "ins-2"]
+    assert ctx.slots["insights"].splitlines()[1:] == ["1. pick before put"]
+    assert ctx.memory_ids == ["t1", ins.id] and memory.shown["new"] == [ins.id]
+    assert usage["relevance"]["calls"] == 1 and len(llm.requests[-1].messages) == 2
 
     state = json.loads(json.dumps(memory.state_dict()))
-    again = make(FakeLLM(), k=2, n_successes=1, top_b=5)
+    again = make(FakeLLM(list(scores)), k=2, n_successes=1, top_b=5)
     again.load_state_dict(state)
     assert again.state_dict() == memory.state_dict()
     assert again.retrieve(query("new", "v:1,0.05,0")) == ctx
     metrics = memory.metrics()
-    assert metrics["memory_queries"] == 5 and metrics["memory_insights"] == 2
-    assert metrics["memory_token_usage"]["insights"]["calls"] == 1
+    assert metrics["memory_queries"] == 5 and metrics["memory_insights"] == 1
+    assert metrics["memory_token_usage"]["insights"]["calls"] == 5
 
 
-def test_after_task_receives_shown_insights_and_edges_follow():
+def test_after_task_receives_shown_insights_and_scores_them():
     llm = FakeLLM(default=KEY)
-    memory = make(llm, finetune_every=1)
+    memory = make(llm, rerank_successes=False)
     seen = []
     original = memory.after_task
 
@@ -285,21 +258,20 @@ def test_after_task_receives_shown_insights_and_edges_follow():
         original(query_id, trajectory, outcome_, retrieved_insight_ids)
 
     memory.after_task = spy
-    llm.answers += [KEY, ops_answer({"op": "ADD", "content": "lesson"})]
     memory.observe(traj("t0", "v:1,0"), outcome(True))
+    lesson = memory.insights.add("lesson", {"t0"})
     memory.retrieve(query("t1", "v:1,0.1"))
-    llm.answers += [KEY, ops_answer({"op": "ADD", "content": "second"})]
     memory.observe(traj("t1", "v:1,0.1"), outcome(True))
-    assert seen == [("t0", []), ("t1", ["ins-1"])] and "t1" not in memory.shown
-    assert memory.insights.edges == [("ins-1", "ins-2", "t1")]
+    assert seen == [("t0", []), ("t1", [lesson.id])] and "t1" not in memory.shown
+    assert lesson.score == 3  # shown on a solved task: +1
 
 
 def test_malformed_insight_output_counted_and_nothing_changes():
     llm = FakeLLM(default="garbage")
-    memory = make(llm, finetune_every=1, merge_every=1)
-    memory.observe(traj("t0", "v:1,0"), outcome(False))
+    memory = make(llm, start_insights_threshold=1, rounds_per_insights=1, insights_point_num=1)
+    memory.observe(traj("t0", "v:1,0"), outcome(True))
     assert len(memory.insights) == 0
-    # key steps fell back (1) and maintenance fell back (1); merge skipped (< 2 insights)
+    # key steps fell back (1); the drawn task's success chunk fell back (1); no merge call
     assert memory.fallbacks == {"gmemory_insights": 1, "gmemory_key_steps": 1}
     assert llm.usage.fallbacks == memory.fallbacks
 
@@ -310,15 +282,23 @@ def test_empty_memory_retrieves_empty_context():
 
 
 def test_use_llm_false_is_offline_rule_mode():
-    memory = make(None, use_llm=False, finetune_every=2)
+    memory = make(
+        None,
+        use_llm=False,
+        start_insights_threshold=2,
+        rounds_per_insights=2,
+        insights_point_num=20,
+    )
     fail = [step("pick a", 0.5, True), step("stack b", 0.5, False, valid=False)]
     memory.observe(traj("t0", "v:1,0", fail), outcome(False))
-    memory.observe(traj("t1", "v:0,1"), outcome(True))  # resolved: no rule insight
+    memory.observe(traj("t1", "v:0,1"), outcome(True))  # fine-tunes: rules for drawn t0 only
     (ins,) = memory.insights.insights.values()
-    assert ins.content == "Avoid 'stack b' when the task is: v:1,0"
-    memory.observe(traj("t2", "v:1,0", fail), outcome(False))
-    memory.observe(traj("t3", "v:0,1"), outcome(True))
-    assert ins.score == 3 and ins.supports == {"t0", "t2"}  # AGREE from t2: 2 + 1
+    assert ins.content == "Avoid 'stack b' when the task is: v:1,0" and ins.supports == {"t0"}
+    drawn = maintenance.sample_points(memory.queries.ids, 20, memory.rng())
+    assert ins.score == 2 + drawn.count("t0") - 1  # ADD, then an AGREE per later draw
+    assert (
+        memory.queries.nodes["t0"].invalid == [1] and memory.queries.nodes["t0"].fail_reason == ""
+    )
     assert memory.token_usage["key_steps"]["calls"] == 0
 
 
@@ -353,7 +333,7 @@ def test_gmemory_end_to_end_with_embedded_model(tmp_path):
     assert metrics["method"] == "gmemory" and metrics["memory_queries"] == 3
     usage = metrics["memory_token_usage"]
     assert usage["key_steps"]["calls"] == 3 and usage["key_steps"]["prompt_tokens"] > 0
-    assert set(usage) == {"key_steps", "insights", "merge"}
+    assert set(usage) == {"key_steps", "fail_reason", "relevance", "insights", "merge"}
     assert metrics["retrieval_calls"] == 2  # once per evaluated task (granularity "task")
 
 

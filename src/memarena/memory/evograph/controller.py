@@ -6,25 +6,40 @@ After a task, the controller reads the query, a compact trajectory summary, the 
 tasks is decided in one ``llm.generate`` call, each request constrained by a JSON schema whose
 properties are exactly that task's insight ids.
 
-Anything the controller returns that cannot be applied as given (not JSON, a missing or unknown
-id, an operation outside ``allowed_ops``, REVISE without a revised text, ADD without a text) is
-the counted fallback ``evograph_controller``: ``Decision(fallback=True)``, which changes
-nothing in the graph. Ablations restrict ``allowed_ops``: ("KEEP",) is add+keep, ("KEEP",
-"ARCHIVE") is add+keep+archive, all three is the full method.
+Validation is per operation. An answer that is not a JSON object is the counted fallback
+``evograph_controller``: ``Decision(fallback=True)``, which changes nothing. Otherwise every
+operation is checked on its own: an edit of a retrieved insight (its operation must be in
+``allowed_ops``, a REVISE needs a revised text) and the ADD decision (a boolean, with a text when
+true, and allowed). Valid ones are applied; each invalid one (also an edit for an id that was
+not retrieved, or a retrieved insight left without an edit) is listed in ``Decision.invalid``,
+changes nothing and counts one fallback ``evograph_controller_op``. Ablations restrict
+``allowed_ops``: ("KEEP",) is add+keep, ("KEEP", "ARCHIVE") is add+keep+archive, all three is
+the full method.
+
+:func:`trajectory_summary` writes the trajectory the controller reads (Appendix A: trajectory,
+final answer, task feedback); a long one is compressed around what the decision needs: the
+first steps, the failing steps, the last step and the final outcome.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from memarena.core.llm_types import ChatRequest, Message
+from memarena.core.types import Outcome, Step, Trajectory
 from memarena.memory.evograph.insight_graph import InsightGraph
+from memarena.memory.llm_calls import clip_text, record_fallback
+
+log = logging.getLogger(__name__)
 
 EDIT_OPS = ("KEEP", "ARCHIVE", "REVISE")
 RESERVED = ("add", "insight")
-FALLBACK_KIND = "evograph_controller"
+FALLBACK_KIND = "evograph_controller"  # the whole answer is unusable
+FALLBACK_OP_KIND = "evograph_controller_op"  # one operation of a usable answer is invalid
 
 _OP_TEXT = {
     "KEEP": (
@@ -56,9 +71,11 @@ class ControllerItem(NamedTuple):
 class Decision:
     """The controller's edits for one task.
 
-    ``ops`` maps every retrieved insight id to KEEP / ARCHIVE / REVISE (in retrieval order),
-    ``revisions`` holds the new text of each REVISE, ``add`` / ``new_insight`` the ADD decision.
-    ``fallback=True`` marks an output that could not be used: nothing is applied.
+    ``ops`` maps each retrieved insight id with a valid edit to KEEP / ARCHIVE / REVISE (in
+    retrieval order), ``revisions`` holds the new text of each REVISE, ``add`` / ``new_insight``
+    the ADD decision. ``retrieved`` lists every insight retrieved for the task (the sources of
+    the Eq. 18 edges), ``invalid`` the reason of each operation that was dropped.
+    ``fallback=True`` marks an output that could not be used at all: nothing is applied.
     """
 
     ops: dict[str, str] = field(default_factory=dict)
@@ -67,6 +84,8 @@ class Decision:
     new_insight: str = ""
     fallback: bool = False
     reason: str = ""
+    retrieved: list[str] = field(default_factory=list)
+    invalid: list[str] = field(default_factory=list)
 
 
 def controller_schema(
@@ -121,16 +140,22 @@ class GraphController:
         self.allow_add = allow_add
         self.max_tokens = max_tokens
         self.temperature = temperature
-        self.fallbacks = 0
         self.stats: dict[str, int] = {
             "calls": 0,
             "requests": 0,
             "prompt_tokens": 0,
             "completion_tokens": 0,
             "fallbacks": 0,
+            "invalid_ops": 0,
             **{op: 0 for op in EDIT_OPS},
             "ADD": 0,
         }
+
+    @property
+    def fallbacks(self) -> int:
+        """Answers that were not a JSON object (each invalid operation counts in
+        ``stats["invalid_ops"]``)."""
+        return self.stats["fallbacks"]
 
     # -- prompting ----------------------------------------------------------------------------
     def messages(self, item: ControllerItem) -> list[Message]:
@@ -165,7 +190,7 @@ class GraphController:
             fields += "; add is true or false; insight is the new insight when add is true"
         user = (
             f"Task: {item.query}\n"
-            f"Trajectory: {item.trajectory}\n"
+            f"Trajectory:\n{item.trajectory}\n"
             f"Task feedback: {item.status}\n"
             f"Retrieved insights: {insights}\n\n"
             "Answer with one JSON object only, with one entry per retrieved insight id "
@@ -202,64 +227,76 @@ class GraphController:
             ids = [i for i, _ in items[k].insights]
             decision = self.parse(completion.text, ids)
             if decision.fallback:
-                self._count_fallback(decision.reason)
+                self._count(FALLBACK_KIND, "fallbacks", decision.reason)
             else:
                 for op in decision.ops.values():
                     self.stats[op] += 1
                 self.stats["ADD"] += int(decision.add)
+                for reason in decision.invalid:
+                    self._count(FALLBACK_OP_KIND, "invalid_ops", reason)
             decisions[k] = decision
         return decisions
 
     def parse(self, text: str, insight_ids: list[str]) -> Decision:
-        """Validate one controller output; any defect gives ``Decision(fallback=True)``."""
+        """Validate one controller output per operation (see the module docstring)."""
         try:
             data = json.loads(text)
         except (ValueError, TypeError):
             return _fail("not JSON")
         if not isinstance(data, dict):
             return _fail("not a JSON object")
-        extra = [k for k in data if k not in insight_ids and k not in RESERVED]
-        if extra:
-            return _fail(f"unknown insight ids {extra}")
-        decision = Decision()
+        decision = Decision(retrieved=list(insight_ids))
+        unknown = [key for key in data if key not in insight_ids and key not in RESERVED]
+        decision.invalid += [f"edit of {key!r}, which was not retrieved" for key in unknown]
         for node_id in insight_ids:
-            edit = data.get(node_id)
-            if not isinstance(edit, dict):
-                return _fail(f"no edit for {node_id}")
-            op = edit.get("op")
-            if not isinstance(op, str) or op not in self.allowed_ops:
-                return _fail(f"operation {op!r} for {node_id} not in {self.allowed_ops}")
-            if op == "REVISE":
-                revision = edit.get("revision")
-                if not isinstance(revision, str) or not revision.strip():
-                    return _fail(f"REVISE of {node_id} without a revised insight")
-                decision.revisions[node_id] = revision.strip()
-            decision.ops[node_id] = op
-        if self.allow_add and "add" not in data:
-            return _fail("no add decision")
-        add = data.get("add", False)
-        if not isinstance(add, bool):
-            return _fail("add is not a boolean")
-        if add:
-            if not self.allow_add:
-                return _fail("add is disabled")
-            insight = data.get("insight")
-            if not isinstance(insight, str) or not insight.strip():
-                return _fail("add without an insight")
-            decision.add, decision.new_insight = True, insight.strip()
+            problem = self._edit_problem(node_id, data.get(node_id))
+            if problem:
+                decision.invalid.append(problem)
+                continue
+            decision.ops[node_id] = data[node_id]["op"]
+            if decision.ops[node_id] == "REVISE":
+                decision.revisions[node_id] = data[node_id]["revision"].strip()
+        problem = self._add_problem(data)
+        if problem:
+            decision.invalid.append(problem)
+        elif data.get("add") is True:
+            decision.add, decision.new_insight = True, data["insight"].strip()
         return decision
 
-    def _count_fallback(self, reason: str) -> None:
-        self.fallbacks += 1
-        self.stats["fallbacks"] += 1
-        record = getattr(self.llm, "record_fallback", None)
-        if callable(record):
-            record(FALLBACK_KIND, detail=reason)
+    def _edit_problem(self, node_id: str, edit: Any) -> str | None:
+        """Why the edit of one retrieved insight cannot be applied, or None."""
+        if not isinstance(edit, dict):
+            return f"no edit for {node_id}"
+        op = edit.get("op")
+        if not isinstance(op, str) or op not in self.allowed_ops:
+            return f"operation {op!r} for {node_id} not in {self.allowed_ops}"
+        if op == "REVISE" and not _has_text(edit.get("revision")):
+            return f"REVISE of {node_id} without a revised insight"
+        return None
+
+    def _add_problem(self, data: dict[str, Any]) -> str | None:
+        """Why the ADD decision cannot be applied, or None (also when there is none to make)."""
+        if "add" not in data:
+            return "no add decision" if self.allow_add else None
+        add = data["add"]
+        if not isinstance(add, bool):
+            return "add is not a boolean"
+        if add and not self.allow_add:
+            return "add is disabled"
+        if add and not _has_text(data.get("insight")):
+            return "add without an insight"
+        return None
+
+    def _count(self, kind: str, stat: str, reason: str) -> None:
+        """One counted fallback: in ``stats`` and on the backbone."""
+        self.stats[stat] += 1
+        log.debug("graph controller fallback %s: %s", kind, reason)
+        record_fallback(self.llm, kind)
 
 
 def apply_decision(graph: InsightGraph, decision: Decision, q: str, resolved: bool) -> list[str]:
     """Apply a decision for query ``q`` (Eq. 13-18); returns the new / revised node ids.
-    A fallback decision applies nothing."""
+    A fallback decision applies nothing; the Eq. 18 edges start at every retrieved insight."""
     if decision.fallback:
         return []
     new_ids: list[str] = []
@@ -274,9 +311,74 @@ def apply_decision(graph: InsightGraph, decision: Decision, q: str, resolved: bo
             raise ValueError(f"apply_decision: unknown operation {op!r} for {node_id}")
     if decision.add:
         new_ids.append(graph.add(decision.new_insight, q))
-    graph.update_edges(list(decision.ops), new_ids, q, resolved)
+    graph.update_edges(decision.retrieved or list(decision.ops), new_ids, q, resolved)
     return new_ids
 
 
 def _fail(reason: str) -> Decision:
     return Decision(fallback=True, reason=reason)
+
+
+def _has_text(value: Any) -> bool:
+    return isinstance(value, str) and bool(value.strip())
+
+
+# -- the trajectory the controller reads ---------------------------------------------------------
+def failing(step: Step) -> bool:
+    """A step the env rejected or flagged (invalid action, unmet precondition, no effect ...)."""
+    return not step.feedback.valid_action or step.feedback.failure_label is not None
+
+
+def kept_steps(steps: Sequence[Step], max_steps: int, head: int = 2) -> list[int]:
+    """Indices of the steps a compressed summary shows: all when at most ``max_steps``;
+    otherwise the first ``head``, the last, the failing steps (the first and the latest when
+    they do not all fit) and, with room left, the steps just before the last."""
+    n = len(steps)
+    if n <= max_steps:
+        return list(range(n))
+    keep = set(range(min(head, n))) | {n - 1}
+    failed = [i for i, step in enumerate(steps) if failing(step) and i not in keep]
+    room = max(0, max_steps - len(keep))
+    if len(failed) > room:
+        failed = failed[:1] + failed[len(failed) - (room - 1) :] if room > 1 else failed[:room]
+    keep.update(failed)
+    for i in range(n - 2, -1, -1):
+        if len(keep) >= max_steps:
+            break
+        keep.add(i)
+    return sorted(keep)
+
+
+def outcome_line(outcome: Outcome) -> str:
+    verdict = "Resolved" if outcome.success else "Failed"
+    return (
+        f"Final outcome: {verdict} (status {outcome.status}, progress {outcome.progress:.2f}, "
+        f"{outcome.steps} steps)"
+    )
+
+
+def trajectory_summary(
+    trajectory: Trajectory,
+    outcome: Outcome | None = None,
+    max_steps: int = 12,
+    max_chars: int = 160,
+) -> str:
+    """The controller's view of a trajectory: ``n. > action -> observation`` per kept step
+    (:func:`kept_steps`; failing steps marked, each elided run replaced by a marker), then the
+    final outcome."""
+    steps = trajectory.steps
+    lines, previous = [], -1
+    for i in kept_steps(steps, max_steps):
+        if i > previous + 1:
+            lines.append(f"... ({i - previous - 1} steps omitted) ...")
+        step = steps[i]
+        line = f"{i + 1}. > {clip_text(step.action, max_chars)} -> "
+        line += clip_text(step.observation, max_chars)
+        if failing(step):
+            line += f" [failed: {step.feedback.failure_label or 'invalid action'}]"
+        lines.append(line)
+        previous = i
+    lines = lines or ["(no steps)"]
+    if outcome is not None:
+        lines.append(outcome_line(outcome))
+    return "\n".join(lines)

@@ -6,10 +6,18 @@ editable insight graph (evograph_mem.txt, Sections 3.2-3.4).
   top-B (Eq. 10). Archived nodes stay in the graph for audit and are never retrieved.
 - After every task the graph controller (the memory-side LLM, JSON-constrained) decides KEEP /
   ARCHIVE / REVISE for each insight shown in that task and, separately, whether to ADD one;
-  the state changes are exactly Eq. 13-17 and the edge update Eq. 18. Malformed controller
-  output changes nothing and is counted (``memory_fallbacks`` / backbone usage).
-- G-Memory's periodic insight maintenance is replaced by the controller; key-step extraction and
-  the query graph are G-Memory's (shared code).
+  the state changes are exactly Eq. 13-17 and the edge update Eq. 18. Each decision is
+  validated per operation: the valid ones are applied, each invalid one is counted
+  (``controller_invalid_ops``; fallback ``evograph_controller_op`` on the backbone); an answer
+  that is not a JSON object changes nothing (``controller_fallbacks``). The controller reads a
+  compressed trajectory that keeps the first steps, the failing steps, the last step and the
+  final outcome (:func:`~memarena.memory.evograph.controller.trajectory_summary`).
+- G-Memory's periodic insight maintenance, per-task insight scoring and cause-of-failure call
+  are replaced by the controller; key-step extraction, the query graph and the choice and
+  rendering of the solved tasks shown are G-Memory's (shared code). Its retrieval numbers stay
+  memarena's earlier ones (k=3, two solved tasks, link cosine 0.7, no similarity cut, no LLM
+  re-ranking: the defaults below and ``conf/method/evograph.yaml``); the insights come from the
+  expanded query set (Eq. 7), not G-Memory's nearest-task neighbourhood.
 - ``controller_ops`` restricts the edit operations (Figure 3: add+keep = [KEEP],
   add+keep+archive = [KEEP, ARCHIVE], all = [KEEP, ARCHIVE, REVISE]).
 - ``use_llm=false`` is an offline TEST MODE (no LLM): resolved tasks KEEP what they were shown
@@ -21,6 +29,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from memarena.core import ConfigError, Outcome, Trajectory
 from memarena.memory.evograph.controller import (
     EDIT_OPS,
@@ -28,23 +38,13 @@ from memarena.memory.evograph.controller import (
     Decision,
     GraphController,
     apply_decision,
+    trajectory_summary,
 )
 from memarena.memory.evograph.insight_graph import InsightGraph
 from memarena.memory.gmemory.method import GMemory, _zero_usage
 from memarena.memory.gmemory.query_graph import RESOLVED
 
-
-def trajectory_summary(trajectory: Trajectory, max_steps: int = 12, max_chars: int = 160) -> str:
-    """A compact action -> observation listing for the controller prompt."""
-    lines = []
-    steps = trajectory.steps
-    skipped = max(0, len(steps) - max_steps)
-    if skipped:
-        lines.append(f"(first {skipped} steps omitted)")
-    for i, step in enumerate(steps[skipped:], skipped + 1):
-        obs = " ".join(step.observation.split())[:max_chars]
-        lines.append(f"{i}. > {step.action} -> {obs}")
-    return "\n".join(lines) or "(no steps)"
+__all__ = ["EvoGraphMem", "trajectory_summary"]
 
 
 class EvoGraphMem(GMemory):
@@ -52,6 +52,7 @@ class EvoGraphMem(GMemory):
 
     name = "evograph"
     schema_version = 1
+    explains_failures = False  # the controller reads the trajectory itself
 
     def __init__(
         self,
@@ -59,9 +60,11 @@ class EvoGraphMem(GMemory):
         controller_ops: Sequence[str] = EDIT_OPS,
         allow_add: bool = True,
         controller_max_tokens: int = 384,
+        top_b: int = 5,
         **kwargs: Any,
     ) -> None:
-        super().__init__(**kwargs)
+        # query retrieval is G-Memory's (the code EvoGraph-Mem builds on); B of Eq. 10 its own
+        super().__init__(top_b=top_b, **kwargs)
         ops = tuple(str(o).upper() for o in controller_ops)
         if not ops or any(o not in EDIT_OPS for o in ops):
             raise ConfigError(
@@ -78,6 +81,7 @@ class EvoGraphMem(GMemory):
         self.token_usage["controller"] = _zero_usage()
         self.decisions: dict[str, int] = {op: 0 for op in (*EDIT_OPS, "ADD")}
         self.controller_fallbacks = 0
+        self.controller_invalid_ops = 0
         self._controller: GraphController | None = None
 
     @property
@@ -92,6 +96,10 @@ class EvoGraphMem(GMemory):
         return self._controller
 
     # -- hooks of GMemory ----------------------------------------------------------------------
+    def insight_queries(self, embedding: np.ndarray, expanded: list[str]) -> list[str]:
+        """Eq. 7 takes the candidates from the expanded query set ``Q~``."""
+        return expanded
+
     def select_insights(self, expanded: list[str], top_ids: list[str]) -> list[tuple[str, str]]:
         """Eq. 7-10: active candidates supported by the expanded set, top-B by s - lambda*c."""
         return [
@@ -110,22 +118,23 @@ class EvoGraphMem(GMemory):
         resolved = outcome.success
         shown = [i for i in retrieved_insight_ids if i in self.graph]
         if self.use_llm:
-            decision = self._llm_decision(trajectory, resolved, shown)
+            decision = self._llm_decision(trajectory, outcome, shown)
         else:
             decision = self._rule_decision(trajectory, resolved, shown)
         if decision.fallback:
             self.controller_fallbacks += 1
             return
+        self.controller_invalid_ops += len(decision.invalid)
         for op in decision.ops.values():
             self.decisions[op] += 1
         self.decisions["ADD"] += int(decision.add)
         apply_decision(self.graph, decision, query_id, resolved)
 
-    def _llm_decision(self, trajectory: Trajectory, resolved: bool, shown: list[str]) -> Decision:
+    def _llm_decision(self, trajectory: Trajectory, outcome: Outcome, shown: list[str]) -> Decision:
         item = ControllerItem(
             query=trajectory.task.goal,
-            status=RESOLVED if resolved else "Failed",
-            trajectory=trajectory_summary(trajectory),
+            status=RESOLVED if outcome.success else "Failed",
+            trajectory=trajectory_summary(trajectory, outcome),
             insights=[(i, self.graph.get(i).content) for i in shown],
         )
         before = dict(self.controller.stats)
@@ -142,6 +151,7 @@ class EvoGraphMem(GMemory):
         text = f"For '{trajectory.task.goal}', a working order was: {' -> '.join(actions)}"
         return Decision(
             ops={i: op for i in shown},
+            retrieved=list(shown),
             add=self.allow_add and resolved and bool(actions),
             new_insight=text if resolved and actions else "",
         )
@@ -159,6 +169,7 @@ class EvoGraphMem(GMemory):
             memory_insight_edges=len(self.graph.edges),
             controller_decisions=dict(self.decisions),
             controller_fallbacks=self.controller_fallbacks,
+            controller_invalid_ops=self.controller_invalid_ops,
             controller_token_share=(ctrl["prompt_tokens"] + ctrl["completion_tokens"]) / total
             if total
             else 0.0,
@@ -174,6 +185,7 @@ class EvoGraphMem(GMemory):
             insight_graph={k: v for k, v in graph.items() if k not in ("nodes", "edges")},
             decisions=dict(self.decisions),
             controller_fallbacks=self.controller_fallbacks,
+            controller_invalid_ops=self.controller_invalid_ops,
         )
         return state
 
@@ -188,3 +200,4 @@ class EvoGraphMem(GMemory):
         )
         self.decisions = {op: 0 for op in (*EDIT_OPS, "ADD")} | dict(state.get("decisions", {}))
         self.controller_fallbacks = int(state.get("controller_fallbacks", 0))
+        self.controller_invalid_ops = int(state.get("controller_invalid_ops", 0))

@@ -1,33 +1,44 @@
-"""G-Memory's insight graph (evograph_mem.txt Eq. 5) and its LLM maintenance.
+"""G-Memory's insights (evograph_mem.txt Eq. 5) as the reference code keeps and scores them.
 
-An insight ``iota_k = <kappa_k, Omega_k>`` holds its content and the ids of the queries that
-support it, plus the reference code's integer score. A hyper-edge ``(m, n, q)`` says insight
-``m`` contextualised insight ``n`` through query ``q``: it is added when a maintenance batch
-creates or edits ``n`` from query ``q`` while ``m`` had been shown to the agent on ``q``.
+An insight ``iota_k = <kappa_k, Omega_k>`` holds its content, the ids of the tasks that support
+it (the reference's ``positive_correlation_tasks``) and the reference code's integer score
+(``GMemory.py: InsightsManager``):
 
-Maintenance (:func:`maintain`) is one JSON-constrained call returning ADD / EDIT / AGREE /
-REMOVE operations; :meth:`InsightGraph.apply` scores them as the reference code does (ADD sets
-2, EDIT and AGREE +1, REMOVE -1; an insight at score <= 0 is deleted). :func:`merge_groups` is
-the periodic merge call (groups of near-duplicate ids and their merged content; supports are
-unioned). Malformed output changes nothing and is counted as fallback ``gmemory_insights``.
+- ADD creates it at score 2; AGREE and EDIT add 1 (EDIT also rewrites it); REMOVE subtracts 1,
+  or 3 once the list holds ``MAX_RULES`` (10) insights (``_update_rules``). Before applying, an
+  ADD whose text contains an existing insight is dropped and an EDIT whose text contains one
+  becomes an AGREE of that insight; operations apply in the order REMOVE, AGREE, EDIT, ADD.
+- After every task the insights shown for it get +1 when it succeeded and -2 when it failed
+  (``GMemory.backward``).
+- An insight at score <= 0 is removed (``clear_insights``) after each fine-tuned task and after
+  each per-task score update, not in between: a REMOVE and a later AGREE of the same sampled
+  task can cancel out.
+
+This module also parses the LLM's operation answers (:func:`parse_ops`) and merge answers
+(:func:`parse_merge`): malformed output never raises; each defect is a counted fallback
+``gmemory_insights`` and changes nothing.
+
+The reference keeps no insight-to-insight edges (the paper's ``E_i`` of Eq. 5 is not built
+by its code), so neither does this baseline.
 """
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from memarena.core import Backbone, ChatRequest
-from memarena.memory.gmemory import prompts
-from memarena.memory.llm_calls import add_usage, record_fallback
+from memarena.core import Backbone
+from memarena.memory.gmemory.prompts import MAX_OPS
+from memarena.memory.llm_calls import record_fallback
 
 FALLBACK_INSIGHTS = "gmemory_insights"
 OPS = ("ADD", "EDIT", "AGREE", "REMOVE")
-ADD_SCORE = 2
-MAX_OPS = 5  # operations per maintenance call (also the schema's maxItems)
+APPLY_ORDER = ("REMOVE", "AGREE", "EDIT", "ADD")  # _update_rules
+ADD_SCORE = 2  # _update_rules ADD and merge_insights
+MAX_RULES = 10  # _finetune_insights MAX_RULE_THRESHOLD
+SUCCESS_REWARD, FAILURE_REWARD = 1, -2  # GMemory.backward
 
 
 @dataclass
@@ -57,9 +68,10 @@ def id_key(insight_id: str) -> tuple[int, str]:
 
 
 class InsightGraph:
+    """The insight list, in creation order (``insights`` is an insertion-ordered dict)."""
+
     def __init__(self) -> None:
         self.insights: dict[str, Insight] = {}
-        self.edges: list[tuple[str, str, str]] = []  # (m, n, query): m contextualises n via q
         self.next_id = 1
 
     def __len__(self) -> int:
@@ -75,208 +87,145 @@ class InsightGraph:
         self.insights[insight.id] = insight
         return insight
 
-    def delete(self, insight_id: str) -> None:
-        self.insights.pop(insight_id, None)
-        self.edges = [e for e in self.edges if insight_id not in (e[0], e[1])]
+    # -- which insights a set of tasks touches ---------------------------------------------------
+    def related(self, query_ids: Sequence[str], threshold: float = 1) -> list[Insight]:
+        """Insights supported by at least ``threshold`` entries of ``query_ids`` (a list:
+        repeats count), most supported first, then creation order
+        (``InsightsManager._find_related_insights``)."""
+        hits = [(sum(q in i.supports for q in query_ids), i) for i in self.insights.values()]
+        hits = [(n, i) for n, i in hits if n >= threshold and n > 0]
+        hits.sort(key=lambda h: -h[0])  # stable: creation order among ties
+        return [i for _, i in hits]
 
-    def add_edges(self, target: str, context: Mapping[str, Sequence[str]]) -> None:
-        """Edges (m, target, q) for every insight m shown on query q of ``context``."""
-        known = set(self.edges)
-        for query_id, shown in context.items():
-            for m in shown:
-                edge = (m, target, query_id)
-                if m != target and m in self.insights and edge not in known:
-                    known.add(edge)
-                    self.edges.append(edge)
-
-    def rank_insights(self, expanded_query_ids: Iterable[str], top_b: int) -> list[Insight]:
-        """Insights whose supports meet the expanded query set, by |supports ∩ set| (desc),
-        then score (desc), then id (creation order); at most ``top_b``."""
-        expanded = set(expanded_query_ids)
-        if top_b <= 0 or not expanded:
+    def rank_insights(self, query_ids: Iterable[str], top_b: int) -> list[Insight]:
+        """Insights whose supports meet ``query_ids``, by the number met (desc), then score
+        (desc), then creation order; at most ``top_b`` (``query_insights_with_score``)."""
+        wanted = set(query_ids)
+        if top_b <= 0 or not wanted:
             return []
-        hits = [(len(i.supports & expanded), i) for i in self.insights.values()]
+        hits = [(len(i.supports & wanted), i) for i in self.insights.values()]
         hits = [(n, i) for n, i in hits if n > 0]
         hits.sort(key=lambda h: (-h[0], -h[1].score, id_key(h[1].id)))
         return [i for _, i in hits[:top_b]]
 
-    def apply(
-        self,
-        ops: Sequence[Mapping[str, Any]],
-        supports: Sequence[str],
-        context: Mapping[str, Sequence[str]] | None = None,
-    ) -> dict[str, int]:
-        """Apply validated operations; returns counts per op (plus ``deleted``).
+    # -- updates ---------------------------------------------------------------------------------
+    def containing(self, text: str) -> Insight | None:
+        """The first insight whose content occurs in ``text`` (``_is_existing_rule``)."""
+        return next((i for i in self.insights.values() if i.content in text), None)
 
-        ``supports``: the query ids of the batch the operations were written from; ADD, EDIT and
-        AGREE add them to the insight's supports. ``context``: insight ids shown per query of
-        the batch (for the hyper-edges of ADD and EDIT).
-        """
-        counts = dict.fromkeys((*OPS, "deleted"), 0)
+    def apply(self, ops: Sequence[dict[str, Any]], relative_tasks: Sequence[str]) -> dict[str, int]:
+        """Apply validated operations written from ``relative_tasks`` (``_update_rules``);
+        returns counts per operation plus ``duplicate`` (ADDs of an existing insight)."""
+        counts = dict.fromkeys((*OPS, "duplicate"), 0)
+        resolved = []
         for op in ops:
-            kind = op["op"]
-            if kind == "ADD":
-                target = self.add(op["content"], supports).id
-            else:
-                insight = self.insights.get(op["id"])
-                if insight is None:  # deleted by an earlier op of the same batch
+            if op["op"] in ("ADD", "EDIT"):
+                existing = self.containing(op["content"])
+                if existing is not None and op["op"] == "ADD":
+                    counts["duplicate"] += 1
                     continue
-                target = insight.id
-                if kind == "REMOVE":
-                    insight.score -= 1
+                if existing is not None:
+                    op = {"op": "AGREE", "id": existing.id}
+            resolved.append(op)
+        remove_strength = 3 if len(self) >= MAX_RULES else 1
+        for kind in APPLY_ORDER:
+            for op in (o for o in resolved if o["op"] == kind):
+                if kind == "ADD":
+                    self.add(op["content"], relative_tasks)
+                elif (insight := self.insights.get(op["id"])) is None:
+                    continue
+                elif kind == "REMOVE":
+                    insight.score -= remove_strength
                 else:
                     insight.score += 1
-                    insight.supports.update(supports)
+                    insight.supports.update(relative_tasks)
                     if kind == "EDIT":
                         insight.content = op["content"].strip()
-                if insight.score <= 0:
-                    self.delete(insight.id)
-                    counts["deleted"] += 1
-            counts[kind] += 1
-            if kind in ("ADD", "EDIT") and context and target in self.insights:
-                self.add_edges(target, context)
+                counts[kind] += 1
         return counts
 
-    def merge(self, groups: Sequence[Mapping[str, Any]]) -> int:
-        """Merge each group (>= 2 existing ids, disjoint from earlier groups) into its first id
-        (creation order): merged content, unioned supports, the highest score; edges of the
-        absorbed ids are redirected. Returns the number of insights removed."""
-        removed = 0
-        used: set[str] = set()
-        for group in groups:
-            ids = sorted({i for i in group["ids"] if i in self.insights} - used, key=id_key)
-            if len(ids) < 2:
-                continue
-            used.update(ids)
-            keep, rest = self.insights[ids[0]], ids[1:]
-            keep.content = group["content"].strip()
-            for other in rest:
-                gone = self.insights.pop(other)
-                keep.supports |= gone.supports
-                keep.score = max(keep.score, gone.score)
-                removed += 1
-            rename = {other: keep.id for other in rest}
-            edges: list[tuple[str, str, str]] = []
-            for m, n, q in self.edges:
-                edge = (rename.get(m, m), rename.get(n, n), q)
-                if edge[0] != edge[1] and edge not in edges:
-                    edges.append(edge)
-            self.edges = edges
-        return removed
+    def clear(self) -> int:
+        """Remove every insight at score <= 0 (``clear_insights``); returns how many."""
+        gone = [i for i, insight in self.insights.items() if insight.score <= 0]
+        for insight_id in gone:
+            del self.insights[insight_id]
+        return len(gone)
 
-    def render(self) -> str:
-        if not self.insights:
-            return "(none yet)"
-        ordered = sorted(self.insights.values(), key=lambda i: id_key(i.id))
-        return "\n".join(f"[{i.id}] {i.content}" for i in ordered)
+    def reward(self, shown_ids: Iterable[str], success: bool) -> int:
+        """+1 (success) or -2 (failure) to each shown insight still present, then
+        :meth:`clear` (``GMemory.backward``); returns how many were removed."""
+        delta = SUCCESS_REWARD if success else FAILURE_REWARD
+        for insight_id in dict.fromkeys(shown_ids):
+            if insight_id in self.insights:
+                self.insights[insight_id].score += delta
+        return self.clear()
 
+    def replace(self, merged: Sequence[tuple[str, Sequence[str]]]) -> None:
+        """Drop every insight and add ``(content, supports)`` at score 2 (``merge_insights``)."""
+        self.insights = {}
+        for content, supports in merged:
+            self.add(content, supports)
+
+    # -- snapshots -------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "insights": [i.to_dict() for i in sorted(self.insights.values(), key=_by_id)],
-            "edges": [list(e) for e in self.edges],
-            "next_id": self.next_id,
-        }
+        return {"insights": [i.to_dict() for i in self.insights.values()], "next_id": self.next_id}
 
     def load_dict(self, d: dict[str, Any]) -> None:
         self.insights = {x["id"]: Insight.from_dict(x) for x in d.get("insights", [])}
-        self.edges = [(m, n, q) for m, n, q in d.get("edges", [])]
         self.next_id = int(d.get("next_id", len(self.insights) + 1))
 
 
-def _by_id(insight: Insight) -> tuple[int, str]:
-    return id_key(insight.id)
+# -- parsing the LLM's answers -------------------------------------------------------------------
+def _text(value: Any) -> str | None:
+    return value.strip() if isinstance(value, str) and value.strip() else None
 
 
-# -- LLM calls ---------------------------------------------------------------------------------
-def _json_call(
-    llm: Backbone, system: str, user: str, schema: dict[str, Any], max_tokens: int, usage
-) -> Any:
-    request = ChatRequest(
-        messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
-        json_schema=schema,
-        max_tokens=max_tokens,
-    )
-    (completion,) = llm.generate([request])
-    add_usage(usage, [completion])
-    if completion.fallback:
+def _valid_op(op: Any, shown_ids: set[str]) -> dict[str, Any] | None:
+    """One operation as applied, or None: ADD needs content; EDIT a shown id and content;
+    AGREE and REMOVE a shown id (the reference drops rule numbers outside the shown list)."""
+    if not isinstance(op, dict):
         return None
-    try:
-        return json.loads(completion.text)
-    except (ValueError, TypeError):
-        return None
+    kind, content, target = op.get("op"), _text(op.get("content")), op.get("id")
+    if kind == "ADD" and content:
+        return {"op": kind, "content": content}
+    if kind == "EDIT" and target in shown_ids and content:
+        return {"op": kind, "id": target, "content": content}
+    if kind in ("AGREE", "REMOVE") and target in shown_ids:
+        return {"op": kind, "id": target}
+    return None
 
 
-def validate_ops(raw: Any, known_ids: set[str]) -> tuple[list[dict[str, Any]], int]:
-    """(valid operations, number of dropped ones); ``raw`` is the parsed answer."""
-    if not isinstance(raw, dict) or not isinstance(raw.get("operations"), list):
-        raise ValueError("no operations list")
-    valid, dropped = [], 0
-    for op in raw["operations"]:
-        kind = op.get("op") if isinstance(op, dict) else None
-        content = op.get("content") if isinstance(op, dict) else None
-        has_content = isinstance(content, str) and bool(content.strip())
-        if kind == "ADD" and has_content:
-            valid.append({"op": kind, "content": content})
-        elif kind in ("AGREE", "REMOVE") and op.get("id") in known_ids:
-            valid.append({"op": kind, "id": op["id"]})
-        elif kind == "EDIT" and op.get("id") in known_ids and has_content:
-            valid.append({"op": kind, "id": op["id"], "content": content})
+def parse_ops(
+    llm: Backbone, raw: Any, shown_ids: set[str], fallbacks: dict[str, int] | None
+) -> list[dict[str, Any]]:
+    """The valid operations of one parsed answer (at most ``MAX_OPS``). ``raw=None`` (already
+    counted by ``json_batch``) gives ``[]``; an answer without an operations list, and each
+    invalid operation, counts one fallback ``gmemory_insights``."""
+    if raw is None:
+        return []
+    items = raw.get("operations") if isinstance(raw, dict) else None
+    if not isinstance(items, list):
+        record_fallback(llm, FALLBACK_INSIGHTS, fallbacks)
+        return []
+    valid = []
+    for op in items:
+        parsed = _valid_op(op, shown_ids)
+        if parsed is None:
+            record_fallback(llm, FALLBACK_INSIGHTS, fallbacks)
         else:
-            dropped += 1
-    return valid[:MAX_OPS], dropped
+            valid.append(parsed)
+    return valid[:MAX_OPS]
 
 
-def maintain(
-    llm: Backbone,
-    successes: Sequence[str],
-    failures: Sequence[str],
-    insights: InsightGraph,
-    usage: dict[str, int] | None = None,
-    fallbacks: dict[str, int] | None = None,
-) -> list[dict[str, Any]]:
-    """Operations written from rendered successful and failed trajectories (one call).
-
-    An unparseable answer returns ``[]`` and counts one fallback; each operation naming an
-    unknown id or missing its content is dropped and counted.
-    """
-    user = prompts.INSIGHTS_USER.format(
-        insights=insights.render(),
-        successes="\n\n".join(successes) or "(none)",
-        failures="\n\n".join(failures) or "(none)",
-        max_ops=MAX_OPS,
-    )
-    raw = _json_call(
-        llm, prompts.INSIGHTS_SYSTEM, user, prompts.INSIGHTS_SCHEMA, 96 * MAX_OPS, usage
-    )
-    try:
-        ops, dropped = validate_ops(raw, set(insights.insights))
-    except ValueError:
+def parse_merge(
+    llm: Backbone, raw: Any, batch: Sequence[str], limit: int, fallbacks: dict[str, int] | None
+) -> list[str]:
+    """The merged lessons of one batch; the batch unchanged (and one counted fallback unless
+    ``json_batch`` counted it) when the answer is malformed."""
+    items = raw.get("insights") if isinstance(raw, dict) else None
+    merged = [t for t in map(_text, items) if t] if isinstance(items, list) else []
+    if merged and len(merged) == len(items):
+        return merged[: max(1, limit)]
+    if raw is not None:
         record_fallback(llm, FALLBACK_INSIGHTS, fallbacks)
-        return []
-    for _ in range(dropped):
-        record_fallback(llm, FALLBACK_INSIGHTS, fallbacks)
-    return ops
-
-
-def merge_groups(
-    llm: Backbone,
-    insights: InsightGraph,
-    usage: dict[str, int] | None = None,
-    fallbacks: dict[str, int] | None = None,
-) -> list[dict[str, Any]]:
-    """Groups ``{"ids": [...], "content": str}`` of near-duplicates (one call); ``[]`` and a
-    counted fallback when the answer is malformed."""
-    user = prompts.MERGE_USER.format(insights=insights.render())
-    budget = 1024  # at most 10 groups of 10 ids and 240 characters
-    raw = _json_call(llm, prompts.MERGE_SYSTEM, user, prompts.MERGE_SCHEMA, budget, usage)
-    groups = raw.get("groups") if isinstance(raw, dict) else None
-    if not isinstance(groups, list) or not all(
-        isinstance(g, dict)
-        and isinstance(g.get("ids"), list)
-        and isinstance(g.get("content"), str)
-        and g["content"].strip()
-        for g in groups
-    ):
-        record_fallback(llm, FALLBACK_INSIGHTS, fallbacks)
-        return []
-    return groups
+    return list(batch)

@@ -1,9 +1,12 @@
-"""Interaction graphs and key steps (G-Memory's lowest tier).
+"""Interaction graphs, key steps and causes of failure (G-Memory's lowest tier).
 
 The interaction graph of one task is a chain: the env's initial observation, then for every
 step the agent's utterance (its action) and the env's reply (the observation), linked in the
 order they happened. ``key_steps`` are the step indices (0-based, into ``trajectory.steps``)
-an LLM picks as decisive; :func:`extract_key_steps` asks for them in one batched call.
+an LLM picks as decisive; :func:`extract_key_steps` asks for them in one batched call. For a
+failed task the reference code also asks the LLM for the likely cause of the failure
+(``GMemory._detect_mistakes``, used by the comparative insight pass):
+:func:`extract_fail_reasons`.
 """
 
 from __future__ import annotations
@@ -16,11 +19,12 @@ import networkx as nx
 
 from memarena.core import Backbone, ChatRequest, Completion, Trajectory
 from memarena.memory.gmemory import prompts
-from memarena.memory.llm_calls import add_usage, clip_text, record_fallback
+from memarena.memory.llm_calls import add_usage, clip_text, json_batch, record_fallback
 
 log = logging.getLogger(__name__)
 
 FALLBACK_KEY_STEPS = "gmemory_key_steps"
+FALLBACK_FAIL_REASON = "gmemory_fail_reason"
 OBS_CHARS = 160  # observation text kept per step in prompts and stored graphs
 
 
@@ -65,14 +69,16 @@ def heuristic_key_steps(trajectory: Trajectory, max_key_steps: int = 5) -> list[
     return sorted(chosen)
 
 
+def step_line(index: int, action: str, observation: str) -> str:
+    """``step n: > action -> observation`` for the 0-based step ``index`` (shown 1-based)."""
+    return f"step {index + 1}: > {clip(action, 120)} -> {clip(observation)}"
+
+
 def render_steps(trajectory: Trajectory, indices: Sequence[int] | None = None) -> str:
-    """``Step n: > action -> observation`` lines (1-based numbers), all steps or ``indices``."""
+    """One :func:`step_line` per step, all steps or ``indices``."""
     chosen = range(len(trajectory.steps)) if indices is None else indices
-    lines = []
-    for i in chosen:
-        step = trajectory.steps[i]
-        lines.append(f"Step {i + 1}: > {clip(step.action, 120)} -> {clip(step.observation)}")
-    return "\n".join(lines)
+    steps = trajectory.steps
+    return "\n".join(step_line(i, steps[i].action, steps[i].observation) for i in chosen)
 
 
 def key_steps_request(trajectory: Trajectory, status: str, max_key_steps: int) -> ChatRequest:
@@ -142,3 +148,38 @@ def extract_key_steps(
             parsed = heuristic_key_steps(trajectory, max_key_steps)
         out[i] = parsed
     return out
+
+
+def fail_reason_request(trajectory: Trajectory) -> ChatRequest:
+    user = prompts.FAIL_REASON_USER.format(
+        goal=trajectory.task.goal,
+        initial=clip(trajectory.initial_observation, 400),
+        steps=render_steps(trajectory) or "(no steps)",
+    )
+    return ChatRequest(
+        messages=[
+            {"role": "system", "content": prompts.FAIL_REASON_SYSTEM},
+            {"role": "user", "content": user},
+        ],
+        json_schema=prompts.FAIL_REASON_SCHEMA,
+        max_tokens=128,
+    )
+
+
+def extract_fail_reasons(
+    llm: Backbone,
+    trajectories: Sequence[Trajectory],
+    usage: dict[str, int] | None = None,
+    fallbacks: dict[str, int] | None = None,
+) -> list[str]:
+    """The likely cause of each failed trajectory, from ONE batched JSON call. A malformed or
+    empty answer gives ``""`` and counts fallback ``gmemory_fail_reason``."""
+    requests = [fail_reason_request(t) for t in trajectories]
+    answers = json_batch(llm, requests, usage=usage, fallbacks=fallbacks, kind=FALLBACK_FAIL_REASON)
+    reasons = []
+    for answer in answers:
+        reason = answer.get("reason") if isinstance(answer, dict) else None
+        if answer is not None and not (isinstance(reason, str) and reason.strip()):
+            record_fallback(llm, FALLBACK_FAIL_REASON, fallbacks)  # parsed, but no reason
+        reasons.append(reason.strip() if isinstance(reason, str) else "")
+    return reasons

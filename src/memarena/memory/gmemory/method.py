@@ -1,46 +1,80 @@
-"""``GMemory``: the G-Memory baseline (Zhang et al. 2025) as ``method=gmemory``.
+"""``GMemory``: the G-Memory baseline (Zhang et al. 2025) as ``method=gmemory``, at parity with
+the reference code (bingreeky/GMemory: ``mas/memory/mas_memory/GMemory.py``, run by
+``tasks/run.py`` / ``run_mas.sh``).
 
-Three tiers (evograph_mem.txt Section 3.1; DESIGN.md section 6):
+Three tiers (evograph_mem.txt Section 3.1):
 
-- interaction graphs: every observed task's utterance chain and its LLM-picked key steps;
+- interaction graphs: every observed task's utterance chain, its LLM-picked key steps, the
+  steps the env rejected and, for a failed task, the LLM's cause of the failure;
 - the query graph: one node per observed task (goal, Resolved/Failed, interaction graph),
   linked to its nearest past queries (cosine >= ``link_threshold``, at most ``link_k``);
-- the insight graph: lessons with their supporting queries, maintained by an LLM every
-  ``finetune_every`` observed tasks and merged every ``merge_every`` tasks.
+- the insights: lessons with their supporting tasks and the reference's integer score.
 
-Retrieval (once per task): top-``k`` queries by cosine plus their ``hops``-hop neighbours; the
-agent sees the key steps of up to ``n_successes`` resolved queries, then up to ``top_b``
-insights supported by the expanded query set.
+Retrieval (once per task, :mod:`~memarena.memory.gmemory.retrieval`): the top-``k`` queries by
+cosine plus their ``hops``-hop neighbours give the solved candidates (completed by plain
+similarity when too few, cut at ``retrieve_threshold``, a pool of ``2 * n_successes``), which
+the LLM scores for relevance (``rerank_successes``); the agent sees the best ``n_successes``
+as task, key steps and full trajectory, then ``top_b`` insights.
 
-``use_llm=False`` is a TEST/OFFLINE MODE, not G-Memory: key steps come from a heuristic and the
-only insights are a deterministic rule ("avoid <last failing action> when <goal>" for each
-failed task), so the wiring can be tested without any model.
+Learning, after every observed task (reference ``add_memory`` then ``backward``): every
+``rounds_per_insights`` tasks once ``start_insights_threshold`` are stored, fine-tune the
+insights on ``insights_point_num`` tasks drawn with a generator seeded by (``seed``, number of
+stored tasks); every ``merge_every`` tasks, merge them per task cluster
+(:mod:`~memarena.memory.gmemory.maintenance`); then score the insights shown for the task (+1
+solved, -2 failed; removed at <= 0).
 
-Hooks for subclasses (EvoGraph-Mem): :meth:`select_insights` picks the insights shown at
-retrieval; :meth:`after_task` runs at the end of every observation with the insight ids that
-were shown for that task (``self.shown``).
+Where the reference code differs from the paper's Section 3.1, this follows the code:
+
+- insights are ranked by the support of the 4 solved + 2 failed tasks nearest by plain cosine,
+  not of the query graph's expanded set ``Q~``; the reference also counts the new task's own
+  goal text, which only matters when a stored task has the very same goal (left out here);
+- no insight-to-insight edges (``E_i`` of Eq. 5) are kept;
+- failed tasks are never shown to the agent (the reference's MAS workflows discard them and
+  ``tasks/run.py`` passes ``failed_topk=0``);
+- the relevance re-ranking and the fine-tuning on sampled tasks are not in the paper's text.
+
+Where memarena differs from the code: supports and shown insights are task ids (the reference
+keys them by goal text, so tasks with one goal share them); an AGREE names its insight by id
+(the reference looks it up by its wording and, when that fails, credits the last insight);
+invalid operations and malformed answers are counted fallbacks; the calls of one drawn task and
+of one merge are batched (see :mod:`~memarena.memory.gmemory.maintenance`); a rejected step is
+one the env marks invalid (``feedback.valid_action``) where the reference uses its envs'
+negative rewards (invalid actions, no effect, thinking).
+
+``use_llm=False`` is a TEST/OFFLINE MODE, not G-Memory: key steps come from a heuristic, nothing
+is re-ranked or merged, and the only insights are a deterministic rule ("avoid <last failing
+action> when <goal>" for each drawn failed task), so the wiring can be tested without a model.
+
+Hooks for subclasses (EvoGraph-Mem): :meth:`insight_queries` (the tasks whose support ranks the
+insights) and :meth:`select_insights` pick the insights shown at retrieval; :meth:`after_task`
+runs at the end of every observation with the insight ids shown for that task (``self.shown``);
+``explains_failures`` turns the cause-of-failure call off.
 """
 
 from __future__ import annotations
 
 import logging
+import random
 from typing import Any
 
 import numpy as np
 
 from memarena.core import ConfigError, MemoryContext, MemoryMethod, MemoryQuery, Outcome, Trajectory
-from memarena.memory.gmemory import prompts
-from memarena.memory.gmemory.insights import InsightGraph, maintain, merge_groups
+from memarena.memory.gmemory import maintenance, prompts
+from memarena.memory.gmemory.insights import InsightGraph
 from memarena.memory.gmemory.interaction import (
     clip,
+    extract_fail_reasons,
     extract_key_steps,
     heuristic_key_steps,
 )
 from memarena.memory.gmemory.query_graph import FAILED, RESOLVED, QueryGraph, QueryNode
+from memarena.memory.gmemory.render import render_solved
+from memarena.memory.gmemory.retrieval import insight_neighbourhood, rerank, success_candidates
 
 log = logging.getLogger(__name__)
 
-PURPOSES = ("key_steps", "insights", "merge")
+PURPOSES = ("key_steps", "fail_reason", "relevance", "insights", "merge")
 STORED_OBS_CHARS = 300
 
 
@@ -48,51 +82,59 @@ class GMemory(MemoryMethod):
     """G-Memory as ``method=gmemory`` (parameters in ``conf/method/gmemory.yaml``)."""
 
     name = "gmemory"
-    schema_version = 1
+    schema_version = 2
     granularity = "task"
     acquisition_policy = "agent"
+    explains_failures = True  # ask the LLM why a failed task failed (comparative pass input)
 
     def __init__(
         self,
-        k: int = 3,
+        k: int = 1,
         hops: int = 1,
-        top_b: int = 5,
+        top_b: int = 3,
+        n_successes: int = 1,
+        retrieve_threshold: float = 0.0,
+        rerank_successes: bool = True,
         link_k: int = 10,
-        link_threshold: float = 0.7,
-        finetune_every: int = 5,
+        link_threshold: float = 0.85,
+        start_insights_threshold: int = 5,
+        rounds_per_insights: int = 5,
+        insights_point_num: int = 5,
         merge_every: int = 20,
         max_key_steps: int = 5,
-        n_successes: int = 2,
         use_llm: bool = True,
+        seed: int = 0,
         env_name: str = "",
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        if k < 1 or hops < 0 or top_b < 0 or n_successes < 0 or max_key_steps < 0:
+        counts = dict(hops=hops, top_b=top_b, n_successes=n_successes)
+        counts.update(max_key_steps=max_key_steps, insights_point_num=insights_point_num)
+        counts.update(start_insights_threshold=start_insights_threshold)
+        if k < 1 or any(v < 0 for v in counts.values()):
+            wrong = ", ".join(f"{key}={v}" for key, v in {"k": k, **counts}.items())
+            raise ConfigError(f"memarena: method=gmemory needs k >= 1 and the rest >= 0; {wrong}.")
+        if rounds_per_insights < 1 or merge_every < 1:
             raise ConfigError(
-                f"memarena: method=gmemory needs k >= 1 and hops, top_b, n_successes, "
-                f"max_key_steps >= 0; got k={k}, hops={hops}, top_b={top_b}, "
-                f"n_successes={n_successes}, max_key_steps={max_key_steps}."
-            )
-        if finetune_every < 1 or merge_every < 1:
-            raise ConfigError(
-                f"memarena: method.finetune_every={finetune_every} and method.merge_every="
-                f"{merge_every} must be >= 1 (G-Memory uses 5 and 20)."
+                f"memarena: method.rounds_per_insights={rounds_per_insights} and method."
+                f"merge_every={merge_every} must be >= 1 (G-Memory uses 5 and 20)."
             )
         self.env_name = env_name
         self.k, self.hops, self.top_b = int(k), int(hops), int(top_b)
-        self.finetune_every, self.merge_every = int(finetune_every), int(merge_every)
-        self.max_key_steps, self.n_successes = int(max_key_steps), int(n_successes)
-        self.use_llm = bool(use_llm)
+        self.n_successes, self.retrieve_threshold = int(n_successes), float(retrieve_threshold)
+        self.rerank_successes = bool(rerank_successes)
+        self.start_insights_threshold = int(start_insights_threshold)
+        self.rounds_per_insights, self.merge_every = int(rounds_per_insights), int(merge_every)
+        self.insights_point_num, self.max_key_steps = int(insights_point_num), int(max_key_steps)
+        self.use_llm, self.seed = bool(use_llm), int(seed)
         self.queries = QueryGraph(link_k=link_k, link_threshold=link_threshold)
         self.insights = InsightGraph()
         self.shown: dict[str, list[str]] = {}  # task id -> insight ids shown at retrieval
-        self.pending: list[tuple[str, list[str]]] = []  # (query id, shown) since maintenance
         self.n_observed = 0
         self.token_usage: dict[str, dict[str, int]] = {p: _zero_usage() for p in PURPOSES}
         self.fallbacks: dict[str, int] = {}
 
-    # -- construction ------------------------------------------------------------------------
+    # -- observing ---------------------------------------------------------------------------
     def _embed(self, text: str) -> np.ndarray:
         return np.asarray(self.services.embedder.encode([text]), dtype=np.float32)[0]
 
@@ -109,6 +151,17 @@ class GMemory(MemoryMethod):
         )
         return steps
 
+    def _fail_reason(self, trajectory: Trajectory) -> str:
+        if not (self.use_llm and self.explains_failures):
+            return ""
+        (reason,) = extract_fail_reasons(
+            self.services.llm,
+            [trajectory],
+            usage=self.token_usage["fail_reason"],
+            fallbacks=self.fallbacks,
+        )
+        return reason
+
     def _observe(self, trajectory: Trajectory, outcome: Outcome) -> None:
         task = trajectory.task
         if task.id in self.queries:
@@ -122,6 +175,8 @@ class GMemory(MemoryMethod):
             initial=clip(trajectory.initial_observation, STORED_OBS_CHARS),
             steps=[(s.action, clip(s.observation, STORED_OBS_CHARS)) for s in trajectory.steps],
             key_steps=self._key_steps(trajectory, status),
+            invalid=[i for i, s in enumerate(trajectory.steps) if not s.feedback.valid_action],
+            fail_reason="" if outcome.success else self._fail_reason(trajectory),
         )
         self.queries.add(node, self._embed(task.goal))
         self.n_observed += 1
@@ -134,38 +189,44 @@ class GMemory(MemoryMethod):
         outcome: Outcome,
         retrieved_insight_ids: list[str],
     ) -> None:
-        """G-Memory: queue the task; every ``finetune_every`` tasks maintain the insights from
-        the queued tasks, every ``merge_every`` tasks merge near-duplicate insights."""
-        self.pending.append((query_id, list(retrieved_insight_ids)))
-        if self.n_observed % self.finetune_every == 0:
-            self.run_maintenance()
+        """G-Memory (reference ``add_memory`` then ``backward``): fine-tune and merge when due,
+        then score the insights shown for this task."""
+        if self.finetune_due():
+            self.run_finetune()
         if self.n_observed % self.merge_every == 0:
             self.run_merge()
+        self.insights.reward(retrieved_insight_ids, outcome.success)
 
-    def run_maintenance(self) -> dict[str, int]:
-        batch, self.pending = self.pending, []
-        if not batch:
-            return {}
-        ids = [q for q, _ in batch]
-        context = {q: shown for q, shown in batch if shown}
+    def finetune_due(self) -> bool:
+        n = self.n_observed
+        return n >= self.start_insights_threshold and n % self.rounds_per_insights == 0
+
+    def rng(self) -> random.Random:
+        """The draws of one fine-tuning: seeded by the run's seed and the memory's size, so a
+        memory loaded from a snapshot draws what the saved one would have."""
+        return random.Random(f"memarena/gmemory/{self.seed}/{self.n_observed}")
+
+    def run_finetune(self) -> dict[str, int]:
+        rng = self.rng()
+        points = maintenance.sample_points(self.queries.ids, self.insights_point_num, rng)
         if self.use_llm:
-            successes = [self.render_query(q) for q in ids if self.queries.nodes[q].resolved]
-            failures = [self.render_query(q) for q in ids if not self.queries.nodes[q].resolved]
-            ops = maintain(
-                self.services.llm,
-                successes,
-                failures,
-                self.insights,
-                usage=self.token_usage["insights"],
-                fallbacks=self.fallbacks,
-            )
-            return self.insights.apply(ops, ids, context)
-        counts: dict[str, int] = {}
-        for q in ids:  # test mode: one rule-made insight per failed task, supported by it
-            for op in self.rule_ops(q):
-                for kind, n in self.insights.apply([op], [q], context).items():
-                    counts[kind] = counts.get(kind, 0) + n
-        return counts
+
+            def propose(query_id: str) -> dict[str, int]:
+                return maintenance.finetune_point(
+                    self.services.llm,
+                    self.queries,
+                    self.insights,
+                    query_id,
+                    rng,
+                    usage=self.token_usage["insights"],
+                    fallbacks=self.fallbacks,
+                )
+        else:
+
+            def propose(query_id: str) -> dict[str, int]:
+                return self.insights.apply(self.rule_ops(query_id), [query_id])
+
+        return maintenance.finetune(self.insights, points, propose)
 
     def rule_ops(self, query_id: str) -> list[dict[str, Any]]:
         """use_llm=False only: "avoid <last failing action> when <goal>" for a failed task
@@ -180,46 +241,56 @@ class GMemory(MemoryMethod):
         return [{"op": "ADD", "content": content}]
 
     def run_merge(self) -> int:
-        if not self.use_llm or len(self.insights) < 2:
+        if not self.use_llm:
             return 0
-        groups = merge_groups(
+        return maintenance.merge(
             self.services.llm,
+            self.queries,
             self.insights,
             usage=self.token_usage["merge"],
             fallbacks=self.fallbacks,
         )
-        return self.insights.merge(groups)
 
     # -- retrieval ---------------------------------------------------------------------------
-    def select_insights(self, expanded: list[str], top_ids: list[str]) -> list[tuple[str, str]]:
-        """(insight id, content) to show: G-Memory ranks by support in the expanded set."""
-        return [(i.id, i.content) for i in self.insights.rank_insights(expanded, self.top_b)]
+    def insight_queries(self, embedding: np.ndarray, expanded: list[str]) -> list[str]:
+        """The tasks whose support ranks the insights: G-Memory's code takes the 4 solved and
+        2 failed tasks nearest by cosine (``query_insights_with_score``)."""
+        return insight_neighbourhood(self.queries, embedding)
 
-    def render_query(self, query_id: str) -> str:
-        """Goal, status and key steps of a stored query, compactly."""
-        node = self.queries.nodes[query_id]
-        lines = [f"Task: {node.goal} ({node.status})"]
-        for i in node.key_steps:
-            if 0 <= i < len(node.steps):
-                action, observation = node.steps[i]
-                lines.append(f"  step {i + 1}: > {action} -> {clip(observation)}")
-        return "\n".join(lines)
+    def select_insights(self, queries: list[str], top_ids: list[str]) -> list[tuple[str, str]]:
+        """(insight id, content) to show: ranked by support among ``queries``."""
+        return [(i.id, i.content) for i in self.insights.rank_insights(queries, self.top_b)]
+
+    def past_successes(self, goal: str, embedding: np.ndarray, expanded: list[str]) -> list[str]:
+        """The solved tasks to show (see :mod:`~memarena.memory.gmemory.retrieval`)."""
+        pool = success_candidates(
+            self.queries, embedding, expanded, 2 * self.n_successes, self.retrieve_threshold
+        )
+        if pool and self.use_llm and self.rerank_successes:
+            rendered = [(q, render_solved(self.queries.nodes[q])) for q in pool]
+            pool = rerank(
+                self.services.llm,
+                goal,
+                rendered,
+                usage=self.token_usage["relevance"],
+                fallbacks=self.fallbacks,
+            )
+        return pool[: self.n_successes]
 
     def retrieve(self, query: MemoryQuery) -> MemoryContext:
         self._calls += 1
-        task_id = query.task.id
+        task_id, goal = query.task.id, query.task.goal
+        self.shown[task_id] = []
         if not len(self.queries):
-            self.shown[task_id] = []
             return MemoryContext.empty()
-        top, expanded = self.queries.retrieve(self._embed(query.task.goal), self.k, self.hops)
-        past = [q for q in dict.fromkeys(top + expanded) if self.queries.nodes[q].resolved][
-            : self.n_successes
-        ]
-        chosen = self.select_insights(expanded, top)
+        embedding = self._embed(goal)
+        top, expanded = self.queries.retrieve(embedding, self.k, self.hops)
+        past = self.past_successes(goal, embedding, expanded)
+        chosen = self.select_insights(self.insight_queries(embedding, expanded), top)
         self.shown[task_id] = [i for i, _ in chosen]
         slots: dict[str, str] = {}
         if past:
-            body = "\n".join(self.render_query(q) for q in past)
+            body = "\n\n".join(render_solved(self.queries.nodes[q]) for q in past)
             slots["past_successes"] = f"{prompts.PAST_SUCCESSES_HEADER}\n{body}"
         if chosen:
             body = "\n".join(f"{n}. {content}" for n, (_, content) in enumerate(chosen, 1))
@@ -236,7 +307,6 @@ class GMemory(MemoryMethod):
             "memory_queries": len(self.queries),
             "memory_insights": len(self.insights),
             "memory_query_edges": self.queries.graph.number_of_edges(),
-            "memory_insight_edges": len(self.insights.edges),
             "memory_token_usage": {p: dict(u) for p, u in self.token_usage.items()},
             "memory_fallbacks": dict(sorted(self.fallbacks.items())),
             **self.retrieval_metrics(),
@@ -248,7 +318,6 @@ class GMemory(MemoryMethod):
         return {
             "queries": self.queries.to_dict(),
             "insights": self.insights.to_dict(),
-            "pending": [[q, list(s)] for q, s in self.pending],
             "shown": {t: list(s) for t, s in self.shown.items()},
             "n_observed": self.n_observed,
             "token_usage": {p: dict(u) for p, u in self.token_usage.items()},
@@ -258,7 +327,6 @@ class GMemory(MemoryMethod):
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.queries.load_dict(state["queries"])
         self.insights.load_dict(state["insights"])
-        self.pending = [(q, list(s)) for q, s in state.get("pending", [])]
         self.shown = {t: list(s) for t, s in state.get("shown", {}).items()}
         self.n_observed = int(state.get("n_observed", len(self.queries)))
         usage = state.get("token_usage", {})

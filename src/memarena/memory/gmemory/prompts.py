@@ -1,11 +1,15 @@
 """Prompt strings of the G-Memory baseline (memarena's own wording, not the reference code's).
 
-Three memory-side LLM calls, each constrained by the JSON schema next to its prompt:
+Memory-side LLM calls, each constrained by the JSON schema next to its prompt (the reference
+code's purposes, in memarena's words; see ``method.py`` for where each is used):
 
-- key steps: which steps of one trajectory decided its outcome;
-- insight maintenance: ADD / EDIT / AGREE / REMOVE operations on the insight list, written
-  from a batch of successful and failed trajectories;
-- merge: groups of near-duplicate insights and the merged wording of each group.
+- key steps: which steps of one trajectory decided its outcome (``extract_true_traj_*``);
+- fail reason: the likely cause of a failed task (``detect_mistakes_*``);
+- relevance: a 1-10 score of a solved task for a new one (``generative_task_*``);
+- insight operations: ADD / EDIT / AGREE / REMOVE on the shown rules, from a solved/failed pair
+  (``critique_compare_rules_*``) or from a chunk of solved tasks (``critique_success_rules_*``),
+  with a note against ADD once the list is long (``finetune_insights_suffix``);
+- merge: the lessons of one task cluster rewritten as fewer lessons (``merge_rules_*``).
 """
 
 from __future__ import annotations
@@ -48,27 +52,89 @@ KEY_STEPS_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
-INSIGHTS_SYSTEM = (
-    "You keep a short list of general lessons (insights) that help an agent solve future "
-    "tasks of the same kind. You compare tasks the agent solved with tasks it failed, and "
-    "update the list with operations. Lessons must be general (no task-specific object "
-    "names unless they always apply) and one sentence each. Answer in JSON only."
+FAIL_REASON_SYSTEM = (
+    "You study the record of an agent that failed a task. Compare the state the agent left the "
+    "environment in with the state the task asked for, and name the most likely cause of the "
+    "failure in one or two sentences. Answer in JSON only."
 )
 
-INSIGHTS_USER = (
-    "Current insights:\n{insights}\n\n"
-    "Solved tasks (key steps):\n{successes}\n\n"
-    "Failed tasks (key steps):\n{failures}\n\n"
-    "Return at most {max_ops} operations:\n"
-    "- ADD with a new lesson in `content`;\n"
-    "- EDIT with the `id` of an insight and its improved `content`;\n"
-    "- AGREE with the `id` of an insight these tasks confirm;\n"
-    "- REMOVE with the `id` of an insight these tasks contradict or that is useless.\n"
+FAIL_REASON_USER = (
+    "Task: {goal}\n"
+    "Initial observation: {initial}\n\n"
+    "Steps (numbered from 1):\n{steps}\n\n"
+    "The task was not completed. Reply with "
+    '{{"reason": "<the most likely cause of the failure>"}}.'
+)
+
+FAIL_REASON_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"reason": {"type": "string", "maxLength": 300}},
+    "required": ["reason"],
+    "additionalProperties": False,
+}
+
+RELEVANCE_SYSTEM = "You judge how much a solved example helps with a new task. Answer in JSON only."
+
+RELEVANCE_USER = (
+    "Solved example:\n{example}\n\n"
+    "New task: {goal}\n\n"
+    "Do not summarise the two. Rate how relevant and useful the solved example is for the new "
+    "task, from 1 (of no use) to 10 (directly applicable). Reply with "
+    '{{"score": <integer from 1 to 10>}}.'
+)
+
+RELEVANCE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"score": {"type": "integer", "minimum": 1, "maximum": 10}},
+    "required": ["score"],
+    "additionalProperties": False,
+}
+
+MAX_OPS = 4  # operations per insight call (the reference prompt asks for at most 4)
+
+_RULE_STYLE = (
+    "Every rule is one general sentence of the form '<what to do>, because <why>': a clear "
+    "cause, useful for many tasks, and it never names the particular objects of these tasks."
+)
+
+COMPARE_SYSTEM = (
+    "You derive rules for an agent from two similar tasks: the agent solved the first and "
+    "failed the second, and the cause of the failure is given. Turn that cause into rules that "
+    "keep future agents from repeating the mistake. " + _RULE_STYLE + " Answer in JSON only."
+)
+
+SUCCESS_SYSTEM = (
+    "You derive rules for an agent from tasks it solved: the strategies that made them work. "
+    + _RULE_STYLE
+    + " Answer in JSON only."
+)
+
+_OPERATIONS = (
+    "Existing rules:\n{rules}\n\n"
+    "Update the rules with at most {max_ops} operations, at most one per existing rule:\n"
+    "- AGREE with the `id` of an existing rule these tasks clearly support;\n"
+    "- REMOVE with the `id` of an existing rule they contradict or that repeats another rule;\n"
+    "- EDIT with the `id` of an existing rule and its improved, more general `content`;\n"
+    "- ADD a new rule in `content`, only when it differs clearly from the existing rules and "
+    "helps with other tasks.\n"
+    "Do not mention these particular tasks in any rule.{full}\n"
     'Reply with {{"operations": [{{"op": "ADD", "content": "..."}}, '
     '{{"op": "AGREE", "id": "ins-1"}}]}}.'
 )
 
-INSIGHTS_SCHEMA: dict[str, Any] = {
+COMPARE_USER = (
+    "Solved task:\n{success}\n\n"
+    "Failed task:\nCause of the failure: {reason}\n{failure}\n\n" + _OPERATIONS
+)
+
+SUCCESS_USER = "Solved tasks:\n{successes}\n\n" + _OPERATIONS
+
+FULL_RULES_NOTE = (
+    "\nThe rule list is long: prefer REMOVE, EDIT and AGREE; ADD only a rule that is very "
+    "insightful and clearly different from every existing rule."
+)
+
+OPS_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "operations": {
@@ -78,12 +144,12 @@ INSIGHTS_SCHEMA: dict[str, Any] = {
                 "properties": {
                     "op": {"type": "string", "enum": ["ADD", "EDIT", "AGREE", "REMOVE"]},
                     "id": {"type": "string", "maxLength": 24},
-                    "content": {"type": "string", "maxLength": 160},
+                    "content": {"type": "string", "maxLength": 200},
                 },
                 "required": ["op"],
                 "additionalProperties": False,
             },
-            "maxItems": 5,
+            "maxItems": MAX_OPS,
         }
     },
     "required": ["operations"],
@@ -106,45 +172,32 @@ def key_steps_schema(n_steps: int, max_key_steps: int) -> dict[str, Any]:
 
 
 MERGE_SYSTEM = (
-    "You tidy a list of lessons for an agent. Some lessons say the same thing in different "
-    "words; group those and write one lesson for each group. Answer in JSON only."
+    "You consolidate lessons for an agent. The lessons come from similar tasks and may repeat "
+    "or overlap. Merge them into fewer clear, concise and actionable lessons, using only what "
+    "the given lessons say: invent nothing. Answer in JSON only."
 )
 
 MERGE_USER = (
-    "Insights:\n{insights}\n\n"
-    "List only groups of two or more insights that say the same thing, with the wording that "
-    "replaces them. Leave every other insight out. Reply with "
-    '{{"groups": [{{"ids": ["ins-1", "ins-4"], "content": "..."}}]}} '
-    "(an empty list when nothing repeats)."
+    "Lessons:\n{insights}\n\n"
+    "Rewrite them as at most {limit} lessons, one short sentence each, combining the ones that "
+    'overlap. Reply with {{"insights": ["...", "..."]}}.'
 )
 
-MERGE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "groups": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "ids": {
-                        "type": "array",
-                        "items": {"type": "string", "maxLength": 24},
-                        "maxItems": 10,
-                    },
-                    "content": {"type": "string", "maxLength": 240},
-                },
-                "required": ["ids", "content"],
-                "additionalProperties": False,
-            },
-            "maxItems": 10,
-        }
-    },
-    "required": ["groups"],
-    "additionalProperties": False,
-}
+
+def merge_schema(limit: int) -> dict[str, Any]:
+    """The merge answer: between 1 and ``limit`` merged lessons."""
+    lesson = {"type": "string", "maxLength": 240}
+    items = {"type": "array", "items": lesson, "minItems": 1, "maxItems": max(1, limit)}
+    return {
+        "type": "object",
+        "properties": {"insights": items},
+        "required": ["insights"],
+        "additionalProperties": False,
+    }
+
 
 # retrieval slots (the agent prompt shows them in this order)
-PAST_SUCCESSES_HEADER = "Key steps of similar tasks solved before:"
+PAST_SUCCESSES_HEADER = "Similar tasks solved before (their key steps and full trajectory):"
 INSIGHTS_HEADER = "Lessons learned from earlier tasks:"
 
 # use_llm=False test mode: the one deterministic insight rule (not part of G-Memory)

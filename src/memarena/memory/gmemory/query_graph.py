@@ -2,10 +2,13 @@
 
 A node is one past query ``q_i = (Q_i, Psi_i, G_inter)``: its id (the task id), the query text
 (the task goal), the status ("Resolved"/"Failed"), the interaction graph (stored compactly as
-(action, observation) pairs, rebuilt with :func:`build_interaction_graph` on demand) and its key
-steps. A new query is linked (undirected) to at most ``link_k`` nearest existing queries whose
+(action, observation) pairs, rebuilt with :func:`build_interaction_graph` on demand), its key
+steps, the steps the env rejected (``invalid``: the reference code's negative-reward steps,
+dropped from a solved task's shown trajectory) and, for a failed task, the LLM's cause of the
+failure. A new query is linked (undirected) to at most ``link_k`` nearest existing queries whose
 cosine is at least ``link_threshold``. Retrieval is Eq. 2 (top-k cosine) plus the ``hops``-hop
-neighbourhood of the top-k (Eq. 3-4).
+neighbourhood of the top-k (Eq. 3-4); :meth:`QueryGraph.nearest` is the plain similarity search
+(optionally of one status) the reference code uses besides the graph.
 
 Embeddings are unit-normalised rows of one float32 matrix that grows in chunks, so a retrieval
 over 100k queries is a single matrix-vector product. Ties are broken by insertion order.
@@ -36,6 +39,8 @@ class QueryNode:
     initial: str = ""
     steps: list[tuple[str, str]] = field(default_factory=list)  # (action, observation)
     key_steps: list[int] = field(default_factory=list)  # 0-based indices into steps
+    invalid: list[int] = field(default_factory=list)  # 0-based steps the env rejected
+    fail_reason: str = ""  # failed tasks: the LLM's cause of the failure
 
     @property
     def resolved(self) -> bool:
@@ -58,6 +63,8 @@ class QueryNode:
             "initial": self.initial,
             "steps": [list(s) for s in self.steps],
             "key_steps": list(self.key_steps),
+            "invalid": list(self.invalid),
+            "fail_reason": self.fail_reason,
         }
 
     @staticmethod
@@ -70,6 +77,8 @@ class QueryNode:
             initial=d.get("initial", ""),
             steps=[(a, o) for a, o in d.get("steps", [])],
             key_steps=[int(i) for i in d.get("key_steps", [])],
+            invalid=[int(i) for i in d.get("invalid", [])],
+            fail_reason=d.get("fail_reason", ""),
         )
 
 
@@ -97,6 +106,7 @@ class QueryGraph:
         self.nodes: dict[str, QueryNode] = {}
         self.ids: list[str] = []  # row i of the matrix is query ids[i]
         self.row: dict[str, int] = {}
+        self.resolved: list[bool] = []  # row i: is query ids[i] resolved
         self.graph = nx.Graph()
         self._matrix: np.ndarray | None = None
 
@@ -144,14 +154,33 @@ class QueryGraph:
         eligible = np.flatnonzero(sims >= self.link_threshold)
         linked = eligible[_rank(sims[eligible], self.link_k)] if eligible.size else eligible
         self._append_row(vector)
-        self.row[node.id] = len(self.ids)
-        self.ids.append(node.id)
-        self.nodes[node.id] = node
-        self.graph.add_node(node.id)
+        self._insert(node)
         out = [self.ids[int(i)] for i in linked]
         for other in out:
             self.graph.add_edge(node.id, other)
         return out
+
+    def _insert(self, node: QueryNode) -> None:
+        """Register ``node`` as the next row (its embedding row is already appended)."""
+        self.row[node.id] = len(self.ids)
+        self.ids.append(node.id)
+        self.resolved.append(node.resolved)
+        self.nodes[node.id] = node
+        self.graph.add_node(node.id)
+
+    def nearest(self, embedding: np.ndarray, k: int, status: str | None = None) -> list[str]:
+        """The ``k`` queries most similar to ``embedding`` (of ``status`` only when given), best
+        first, ties by insertion order: the reference code's plain ``similarity_search``."""
+        sims = self.similarities(embedding)
+        rows = np.arange(sims.size)
+        if status is not None:
+            rows = np.flatnonzero(np.asarray(self.resolved, dtype=bool) == (status == RESOLVED))
+        return [self.ids[int(rows[i])] for i in _rank(sims[rows], k)]
+
+    def similarity(self, embedding: np.ndarray, query_ids: list[str]) -> dict[str, float]:
+        """Cosine of ``embedding`` to each of ``query_ids``."""
+        sims = self.similarities(embedding)
+        return {q: float(sims[self.row[q]]) for q in query_ids}
 
     def retrieve(self, embedding: np.ndarray, k: int, hops: int = 1) -> tuple[list[str], list[str]]:
         """(top-k ids by cosine, Eq. 2; top-k plus their ``hops``-hop neighbours, Eq. 3-4).
@@ -191,7 +220,7 @@ class QueryGraph:
         }
 
     def load_dict(self, d: dict[str, Any]) -> None:
-        self.nodes, self.ids, self.row = {}, [], {}
+        self.nodes, self.ids, self.row, self.resolved = {}, [], {}, []
         self.graph = nx.Graph()
         self._matrix = None
         dim = int(d.get("dim", 0))
@@ -201,8 +230,5 @@ class QueryGraph:
         for i, nd in enumerate(d["nodes"]):
             node = QueryNode.from_dict(nd)
             self._append_row(matrix[i])
-            self.row[node.id] = i
-            self.ids.append(node.id)
-            self.nodes[node.id] = node
-            self.graph.add_node(node.id)
+            self._insert(node)
         self.graph.add_edges_from(tuple(e) for e in d.get("edges", []))

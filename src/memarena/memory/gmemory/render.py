@@ -1,0 +1,57 @@
+"""How stored tasks are written into prompts, following the reference code's formats.
+
+- :func:`render_solved`: a solved task as the agent sees it (``tasks/mas_workflow/format.py:
+  format_task_context``: task, key steps, detailed trajectory) and as the comparative insight
+  pass sees the solved side. The trajectory leaves out the steps the env rejected, as the
+  reference's ``GMemory._extract_mas_message`` drops negative-reward steps from a solved task.
+- :func:`render_failed`: the failed side of the comparative pass (task and its whole
+  trajectory; the reference keeps a failed task's trajectory as it happened). The cause of the
+  failure is written next to it by the prompt.
+- :func:`render_key_steps`: one task of a success chunk (``_build_success_prompts``: task
+  description and key steps).
+- :func:`render_rules`: the numbered existing rules of an insight prompt, by id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from memarena.memory.gmemory.interaction import clip, step_line
+from memarena.memory.gmemory.query_graph import QueryNode
+
+
+def key_step_lines(node: QueryNode) -> list[str]:
+    return ["  " + step_line(i, *node.steps[i]) for i in node.key_steps if 0 <= i < len(node.steps)]
+
+
+def trajectory_lines(node: QueryNode, skip_invalid: bool) -> list[str]:
+    skipped = set(node.invalid) if skip_invalid else set()
+    lines = [f"  start: {clip(node.initial)}"] if node.initial else []
+    for i, (action, observation) in enumerate(node.steps):
+        if i not in skipped:
+            lines.append("  " + step_line(i, action, observation))
+    return lines
+
+
+def render_solved(node: QueryNode) -> str:
+    """Task, key steps and the full trajectory (rejected steps left out) of a solved task."""
+    lines = [f"Task: {node.goal} ({node.status})", "Key steps:"]
+    lines += key_step_lines(node) or ["  (none)"]
+    lines += ["Full trajectory:", *trajectory_lines(node, skip_invalid=True)]
+    return "\n".join(lines)
+
+
+def render_failed(node: QueryNode) -> str:
+    """Task and whole trajectory of a failed task."""
+    lines = [f"Task: {node.goal} ({node.status})", "Full trajectory:"]
+    return "\n".join(lines + trajectory_lines(node, skip_invalid=False))
+
+
+def render_key_steps(node: QueryNode) -> str:
+    """Task and key steps of one solved task of a success chunk."""
+    return "\n".join([f"Task: {node.goal}", *(key_step_lines(node) or ["  (no key steps)"])])
+
+
+def render_rules(rules: Sequence[tuple[str, str]]) -> str:
+    """``[id] content`` lines of the existing rules an insight prompt shows."""
+    return "\n".join(f"[{i}] {content}" for i, content in rules) or "(none yet)"
