@@ -12,6 +12,8 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig
 
+import memarena.config_resolvers  # noqa: F401  (resolvers used by conf/, in every process)
+
 CONF_DIR = Path(__file__).resolve().parent / "conf"
 
 

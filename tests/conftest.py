@@ -9,6 +9,8 @@ import pytest
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 
+import memarena.config_resolvers  # noqa: F401  (resolvers used by conf/)
+
 ROOT = Path(__file__).resolve().parents[1]
 CONF = ROOT / "conf"
 SHARED_DATA = ROOT.parent / "shared" / "data"

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
+import memarena.config_resolvers  # noqa: F401  (resolvers used by conf/)
 from memarena.core import MemarenaError
 
 log = logging.getLogger("memarena")

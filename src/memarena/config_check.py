@@ -18,6 +18,8 @@ from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+import memarena.config_resolvers  # noqa: F401  (resolvers used by conf/)
+
 CONF_DIR = Path(__file__).resolve().parents[2] / "conf"  # repo checkout (editable install)
 
 

@@ -7,6 +7,7 @@ import importlib.util
 import json
 import os
 import random
+from importlib.resources import files
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from memarena.core import Env, Episode  # noqa: E402
 from memarena.core.errors import ConfigError  # noqa: E402
 from memarena.envs.alfworld import AlfWorldEnv, AlfWorldEpisode  # noqa: E402
 from memarena.envs.alfworld import generator as gen  # noqa: E402
+from memarena.envs.alfworld.env import worked_examples  # noqa: E402
 from memarena.envs.alfworld.official import game_key, read_task_list  # noqa: E402
 from memarena.envs.alfworld.scenes import SCENES, TASK_TYPES  # noqa: E402
 
@@ -195,11 +197,16 @@ def test_memco_task_lists_parse():
     lists = read_task_list(MEMCO_LISTS)
     assert set(lists) == {"train", "valid_seen", "valid_unseen"}
     # MemCo Appendix F.1: train / Familiar / Held-out per scene domain
-    paper = {"kitchen": (100, 20, 20), "living_room": (100, 17, 11),
-             "bedroom": (100, 20, 20), "bathroom": (100, 20, 19)}
+    paper = {
+        "kitchen": (100, 20, 20),
+        "living_room": (100, 17, 11),
+        "bedroom": (100, 20, 20),
+        "bathroom": (100, 20, 19),
+    }
     for domain, counts in paper.items():
-        got = tuple(sum(d == domain for _, d in lists[s])
-                    for s in ("train", "valid_seen", "valid_unseen"))
+        got = tuple(
+            sum(d == domain for _, d in lists[s]) for s in ("train", "valid_seen", "valid_unseen")
+        )
         assert got == counts, domain
     domains = {d for entries in lists.values() for _, d in entries}
     assert domains == {"kitchen", "living_room", "bedroom", "bathroom"}
@@ -247,6 +254,38 @@ def test_engine_failure_raises_and_no_processes(env):
     with pytest.raises(RuntimeError, match="closed"):
         ep.step("look")
     assert _children() <= before  # the engine runs in-process: nothing left behind
+
+
+def test_shipped_memco_lists_equal_memco_own_files():
+    """env.task_list=memco: MemCo's lists shipped in the package, the same games in the same
+    order as its own files (scripts/prepare_memco_lists.py made them), Appendix F.1 counts."""
+    shipped = read_task_list(
+        Path(str(files("memarena.envs.alfworld") / "data" / "memco_task_lists.json"))
+    )
+    counts = {s: len(v) for s, v in shipped.items()}
+    assert counts == {"train": 400, "valid_seen": 77, "valid_unseen": 70}
+    if MEMCO_LISTS.exists():
+        assert shipped == read_task_list(MEMCO_LISTS)
+
+
+def test_paper_runs_refuse_the_suite_and_the_suite_has_its_own_name(tmp_path):
+    with pytest.raises(ConfigError) as err:
+        AlfWorldEnv(require_data=True, cache_dir=str(tmp_path))
+    assert "ALFWORLD_DATA" in str(err.value) and "alfworld_suite" in str(err.value)
+    from conftest import compose_cfg  # noqa: PLC0415
+
+    assert compose_cfg(["env=alfworld", "env.data_path=null"]).env.name == "alfworld_suite"
+    assert compose_cfg(["env=alfworld", "env.data_path=/data/a"]).env.name == "alfworld"
+
+
+def test_prompt_shows_the_worked_example_of_the_task_type(env):
+    for task in env.tasks("train")[:8]:
+        prompt = env.prompt(task)
+        assert len(prompt.fewshot) == 6  # one per task type ships
+        (shown,) = prompt.examples()  # env.fewshot = 1: the task's own type first
+        assert shown == worked_examples()[task.payload["task_family"]]
+        assert shown.startswith("Task: Your task is to:") and "\n> " in shown
+    assert len(env.prompt(env.tasks("train")[0]).examples("all")) == 6
 
 
 def test_prompt_and_config(env):

@@ -44,6 +44,15 @@ def test_all_60_problems_load_as_the_test_split(env):
     assert "domain_pddl" in test[0].payload  # their domain file travels with the task
 
 
+def test_memco_trains_on_the_same_60_problems():
+    """MemCo's PDDL source lists are AgentBoard's test ids 0-59 (train_source=problems)."""
+    memco = PDDLEnv(problems_dir=str(need(PROBLEMS)), train_source="problems")
+    train, test = memco.tasks("train"), memco.tasks("test")
+    assert len(train) == len(test) == 60
+    assert [t.payload["source"] for t in train] == [t.payload["source"] for t in test]
+    assert {d: sum(t.domain == d for t in train) for d in COUNTS} == COUNTS
+
+
 def test_expert_plans_replayed_as_text_reach_full_progress(env):
     for task in env.tasks("test"):
         episode = env.open(task)

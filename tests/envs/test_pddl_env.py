@@ -136,8 +136,29 @@ def test_hydra_config_instantiates_with_omegaconf_containers():
     cfg = OmegaConf.load(ROOT / "conf" / "env" / "pddl.yaml")
     cfg.n_train, cfg.n_test = 2, 1
     env = instantiate(cfg)
-    assert isinstance(env, PDDLEnv) and env.name == "pddl" and env.step_budget == 30
+    # generated problems are a stand-in: never named "pddl" (that is AgentBoard's problems)
+    assert isinstance(env, PDDLEnv) and env.name == "pddl_generated" and env.step_budget == 30
     assert len(env.tasks("test")) == 4
+    cfg.problems_dir = "/data/agentboard/pddl"
+    assert cfg.name == "pddl"  # the name follows the data (a resolver in conf/env/pddl.yaml)
+
+
+def test_require_data_refuses_the_generated_stand_in():
+    with pytest.raises(ConfigError) as err:
+        PDDLEnv(require_data=True)
+    message = str(err.value)
+    assert "env.problems_dir" in message and "env.require_data=false" in message
+    assert "pddl_generated" in message
+
+
+def test_every_domain_has_a_worked_example_the_expert_played():
+    env = PDDLEnv(n_train=1, n_test=1)
+    for task in env.tasks("test"):
+        prompt = env.prompt(task)
+        (example,) = prompt.fewshot  # the task's own domain only
+        assert example.startswith("Task: The goal is to satisfy the following conditions:")
+        assert "\n> " in example and prompt.examples() == [example]
+    assert PDDLEnv(fewshot=0).prompt(env.tasks("test")[0]).examples() == []
 
 
 @pytest.mark.parametrize(
@@ -155,6 +176,13 @@ def test_hydra_config_instantiates_with_omegaconf_containers():
 def test_bad_config_raises_config_error_naming_the_key(kwargs, match):
     with pytest.raises(ConfigError, match=match):
         PDDLEnv(**kwargs)
+
+
+def test_train_source_problems_needs_a_problems_dir():
+    with pytest.raises(ConfigError, match="env.train_source=problems"):
+        PDDLEnv(train_source="problems")
+    with pytest.raises(ConfigError, match="env.train_source"):
+        PDDLEnv(train_source="random")
 
 
 def test_an_unknown_key_is_refused():

@@ -68,6 +68,17 @@ def test_memco_task_list_loads(shared_data):
     assert refs[0].description.startswith("Your task is to boil lead.")
 
 
+def test_shipped_memco_lists_equal_memco_own_files(shared_data):
+    """env.task_list=memco / train_task_list=memco read MemCo's lists shipped in the package."""
+    from memarena.envs.scienceworld.env import memco_list
+
+    test = load_task_list(memco_list("memco", "test"))
+    train = load_task_list(memco_list("memco", "train"))
+    assert len(test) == 60 and len(train) == 290
+    assert test == load_task_list(shared_data / MEMCO / "merged__test.json")
+    assert memco_list("x.json", "test") == "x.json"
+
+
 def test_missing_task_list_names_the_option(tmp_path):
     with pytest.raises(ConfigError, match="env.task_list"):
         load_task_list(tmp_path / "nope.json")

@@ -96,13 +96,30 @@ def test_fever_memco_partition_from_memco_files(shared_data):
     assert env.domains() == ["A_film_tv", "B_music"]
 
 
-def test_fever_memco_partition_shipped_with_memarena(shared_data):
+@pytest.mark.parametrize("partition", ["memco", "embedding"])
+def test_fever_memco_partitions_shipped_with_memarena(shared_data, partition):
     dev = shared_data / "gmemory" / "fever_dev.jsonl"
-    env = FeverEnv(wiki=ContextWiki(), dataset="memco", path=str(dev))
+    env = FeverEnv(wiki=ContextWiki(), dataset="memco", path=str(dev), partition=partition)
     train, test = env.tasks("train"), env.tasks("test")
     assert Counter(t.domain for t in train) == {"A_film_tv": 100, "B_music": 100}
     assert Counter(t.domain for t in test) == {"A_film_tv": 30, "B_music": 30}
     assert not {t.id for t in train} & {t.id for t in test}
+    labels = Counter(t.payload["answer"] for t in test)
+    if partition == "memco":  # MemCo's own test set (the paper says "balanced"; it is not)
+        assert labels == {"SUPPORTS": 27, "REFUTES": 18, "NOT ENOUGH INFO": 15}
+        memco = FeverEnv(
+            wiki=ContextWiki(),
+            dataset="memco",
+            partition_path=str(shared_data / "memco_partitions" / "fever"),
+        )
+        assert [t.id for t in test] == [t.id for t in memco.tasks("test")]
+    else:  # ours: 10/10/10 per domain
+        assert set(labels.values()) == {20}
+
+
+def test_paper_experiments_refuse_the_smoke_set():
+    with pytest.raises(ConfigError, match="env.require_data=false"):
+        FeverEnv(wiki=smoke_wiki(), require_data=True)
 
 
 @pytest.mark.parametrize(
@@ -111,6 +128,7 @@ def test_fever_memco_partition_shipped_with_memarena(shared_data):
         (["env=fever", "env.dataset=official"], "needs env.path"),
         (["env=fever", "env.dataset=official", "env.path=x.jsonl"], "env/wiki=smoke is the"),
         (["env=fever", "env.dataset=fevr"], "valid: ['smoke', 'official', 'memco']"),
+        (["env=fever", "env.partition=ours"], "valid: ['memco', 'embedding']"),
         (["env=fever", "env.num_test=-1"], "env.num_test=-1 must be an int"),
         (["env=fever", "env.dataset=memco", "env/wiki=context"], "needs the official FEVER"),
         (["env=hotpotqa", "env.dataset=distractor"], "needs env.path"),

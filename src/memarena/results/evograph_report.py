@@ -17,7 +17,8 @@ for an ablation its last name component (``evograph/add_keep`` gives ``add_keep`
 the paper CSV's ``variant``. Backbones match the paper's by :func:`backbone_key`
 (``GPT-4o-mini`` = ``gpt_4o_mini``).
 
-The case study reads a saved EvoGraph-Mem snapshot, ``<run dir>/memory/memory.json``:
+The case study reads a saved EvoGraph-Mem snapshot: the memory an online run ended with,
+``<run dir>/memory_final/run<k>/memory.json``, or an acquisition snapshot ``memory/memory.json``:
 ``{"method": "evograph", "schema_version": .., "state": {"insights": [{"id", "content",
 "pos", "neg", "active", "version", "parent", "created_at", "trace": [{"query", "op",
 "detail"}]}, ...], "edges": [[a, b, q], ...]}}``.
@@ -79,9 +80,15 @@ def command_for(section: str, conf_dir: str | Path | None = None) -> str:
     return section_commands(PAPER, check_section(section, SECTIONS, PAPER), conf_dir)
 
 
+STAND_INS = ("_generated", "_suite", "_smoke")  # env names of the embedded stand-in data
+
+
 def setting_of(env: object) -> str:
-    """``pddl`` / ``hotpotqa`` / ``fever`` from an env name (``fever_official`` -> ``fever``)."""
-    return str(env).split("_")[0]
+    """``pddl`` / ``hotpotqa`` / ``fever`` from an env name (``fever_official`` -> ``fever``).
+    Runs on embedded stand-in data (``pddl_generated``, ``fever_smoke``, ...) keep their own
+    name, so they never stand beside the paper's numbers as the benchmark's."""
+    name = str(env)
+    return name if name.endswith(STAND_INS) else name.split("_")[0]
 
 
 def load_runs(results_dir: str | Path, section: str) -> pd.DataFrame:
@@ -394,21 +401,27 @@ def figure_fig3(summary: pd.DataFrame, out_dir: str | Path, name: str = "fig3_ab
 
 
 def find_snapshots(results_dir: str | Path) -> list[Path]:
-    """Run directories under ``results_dir`` holding an EvoGraph-Mem ``memory/memory.json``
-    (newest first)."""
+    """Folders under ``results_dir`` holding an EvoGraph-Mem ``memory.json``: the memory each
+    online run ended with (``memory_final/run<k>/``, written by the pipeline) first, then
+    acquisition snapshots (``memory/``); newest first within each."""
     root = Path(results_dir)
     if not root.exists():
         return []
     found = []
-    for path in root.glob("**/memory/memory.json"):
+    for path in root.glob("**/memory.json"):
+        if path.parent.name != "memory" and "memory_final" not in path.parts:
+            continue
         try:
             with path.open("r", encoding="utf-8") as fh:
                 method = json.load(fh).get("method")
         except (OSError, ValueError, AttributeError):
             continue
         if method == "evograph":
-            found.append(path.parent.parent)
-    return sorted(found, key=lambda p: (p / "memory" / "memory.json").stat().st_mtime, reverse=True)
+            found.append(path.parent)
+    return sorted(
+        found,
+        key=lambda p: ("memory_final" not in p.parts, -(p / "memory.json").stat().st_mtime),
+    )
 
 
 def load_snapshot(run_dir: str | Path) -> dict | None:

@@ -1,18 +1,23 @@
 """``AlfWorldEnv``: ALFWorld households on the real TextWorld engine.
 
 Tasks come from the official data (``data_path``, the ``json_2.1.1`` layout; optionally
-restricted and ordered by MemCo's task lists, ``task_list``) or, when no data is configured,
-from the embedded household suite generated into ``cache_dir``. Splits: ``train``,
+restricted and ordered by MemCo's task lists, ``task_list``: ``memco`` for the lists shipped in
+the package) or, when no data is configured, from the embedded household suite generated into
+``cache_dir`` (a stand-in named ``alfworld_suite``, conf/env/alfworld.yaml). Splits: ``train``,
 ``valid_seen`` (familiar layout), ``valid_unseen`` (held-out layout), and ``test`` = the union
-of ``test_splits``. Domains are MemCo's four scene domains.
+of ``test_splits``. Domains are MemCo's four scene domains. The prompt shows the worked example
+of the task's type (``fewshot``; written by ``scripts/build_alfworld_examples.py``).
 """
 
 from __future__ import annotations
 
+import functools
+import json
 import logging
 import os
 import time
 from collections.abc import Mapping, Sequence
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +35,7 @@ from memarena.envs.alfworld.official import (
     split_root,
 )
 from memarena.envs.alfworld.scenes import DOMAINS, TASK_TYPES
-from memarena.envs.options import check_step_budget, choose_names, plain
+from memarena.envs.options import check_official_data, check_step_budget, choose_names, plain
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +53,18 @@ SUITE_DEFAULTS = {
 }
 
 
+MEMCO_LISTS = "memco"  # env.task_list value: MemCo's lists shipped in the package
+EXAMPLES_FILE = Path(str(files("memarena.envs.alfworld") / "data" / "fewshot.json"))
+
+
+@functools.cache
+def worked_examples() -> dict[str, str]:
+    """Task type -> worked example (``scripts/build_alfworld_examples.py`` writes them)."""
+    if not EXAMPLES_FILE.is_file():
+        return {}
+    return json.loads(EXAMPLES_FILE.read_text())
+
+
 class AlfWorldEnv(Env):
     """ALFWorld behind the :class:`~memarena.core.env.Env` contract.
 
@@ -56,8 +73,9 @@ class AlfWorldEnv(Env):
         step_budget: steps per episode (MemCo: 30).
         data_path: folder with the official data (``json_2.1.1`` or its parent); None/"" uses
             the embedded household suite.
-        task_list: MemCo task-list file or folder (``<domain>__<split>.json``); with official
-            data it selects and orders the games of each split.
+        task_list: MemCo task-list file or folder (``<domain>__<split>.json``), or ``memco``
+            for MemCo's lists shipped in the package; with official data it selects and orders
+            the games of each split.
         domains: subset of kitchen, living_room, bedroom, bathroom.
         task_types: subset of the six task types (short names, see ``scenes.TASK_TYPES``).
         test_splits: splits merged into ``test`` (MemCo: familiar + held-out layouts).
@@ -65,6 +83,8 @@ class AlfWorldEnv(Env):
         suite: generator sizes (per domain): n_train, n_valid_seen, n_valid_unseen, n_layouts,
             n_heldout_layouts, seed, max_expert_steps, workers (0 = all CPUs).
         seed: seeds the expert's random choices per episode.
+        fewshot: worked examples shown in the prompt (the task type's one; 0: none).
+        require_data: stop unless the official data is configured (paper experiments set it).
     """
 
     def __init__(
@@ -79,8 +99,16 @@ class AlfWorldEnv(Env):
         cache_dir: str | None = None,
         suite: Mapping[str, Any] | None = None,
         seed: int = 0,
+        fewshot: int | None = 1,
+        require_data: bool = False,
     ) -> None:
         self.name = str(name)
+        check_official_data(
+            bool(require_data), data_path not in (None, "", "null"), "alfworld",
+            "set ALFWORLD_DATA or env.data_path to the folder holding json_2.1.1/",
+            "alfworld_suite",
+        )  # fmt: skip
+        self.fewshot = None if fewshot is None else int(fewshot)
         step_budget = check_step_budget(step_budget)
         self.step_budget = step_budget
         self._domains = choose_names("domains", domains, DOMAINS)
@@ -111,6 +139,8 @@ class AlfWorldEnv(Env):
                     "json_2.1.1/, or leave both unset to use the embedded household suite "
                     f"(generated into {self.cache_dir})."
                 )
+        if task_list == MEMCO_LISTS:
+            task_list = str(files("memarena.envs.alfworld") / "data" / "memco_task_lists.json")
         self.task_list = (
             None if task_list in (None, "") else Path(os.path.expanduser(str(task_list)))
         )
@@ -223,7 +253,17 @@ class AlfWorldEnv(Env):
         domains = (task.domain,) if task is not None else tuple(self._domains)
         hints = [prompts.DOMAIN_HINTS[d] for d in domains if d in prompts.DOMAIN_HINTS]
         system = prompts.SYSTEM + ("\n" + "\n".join(hints) if len(hints) == 1 else "")
-        return EnvPrompt(system=system, action_format=prompts.ACTION_FORMAT)
+        examples = worked_examples()
+        family = task.payload.get("task_family") if task is not None else None
+        # the task type's example first (AgentBoard / G-Memory / MemCo pick it by type)
+        ordered = [examples[family]] if family in examples else []
+        ordered += [text for t, text in examples.items() if t != family]
+        return EnvPrompt(
+            system=system,
+            action_format=prompts.ACTION_FORMAT,
+            fewshot=ordered,
+            shown=self.fewshot,
+        )
 
     def close(self) -> None:
         """Episodes own their engines; nothing shared to release."""

@@ -47,6 +47,7 @@ class BfclEnv(Env):
             package's 20); None for no limit.
         call_format: the action format the prompt asks for, ``python`` or ``tool_call``.
         doc_format: function documents as the package's ``json`` or ``compact`` signatures.
+        require_data: accepted for paper experiments; always met (the package ships the data).
     """
 
     def __init__(
@@ -60,6 +61,7 @@ class BfclEnv(Env):
         turn_step_limit: int | None = 20,
         call_format: str = "python",
         doc_format: str = "json",
+        require_data: bool = False,
     ) -> None:
         self.step_budget = check_step_budget(step_budget)
         self.max_tokens = MAX_TOKENS

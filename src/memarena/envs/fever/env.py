@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from memarena.core.errors import ConfigError
 from memarena.core.types import Task
 from memarena.envs.fever import loader
 from memarena.envs.fever.partition import read_claims
@@ -26,10 +27,15 @@ class FeverEnv(WikiQAEnv):
             after them) or ``memco`` (MemCo's Film/TV vs Music partition, see ``partition_path``).
         path, train_path: official FEVER jsonl files.
         num_test, num_train: claims per split (null: all).
-        partition_path: MemCo's ``data/fever/`` folder, or a partition file of ids (null: the
-            one shipped with memarena, made by ``scripts/prepare_fever_partition.py``).
+        partition: which shipped partition of ids ``dataset=memco`` uses: ``memco`` (MemCo's
+            own Film/TV and Music lists: 100 + 100 train, 60 test with labels 27/18/15) or
+            ``embedding`` (ours, made by ``scripts/prepare_fever_partition.py`` with the
+            embedding labeller).
+        partition_path: MemCo's ``data/fever/`` folder, or a partition file of ids; overrides
+            ``partition``.
         fewshot: worked examples in the prompt (null: all three).
         search_sentences: sentences of a page's first paragraph shown by Search.
+        require_data: stop unless a real dataset is chosen (paper experiments set it).
     """
 
     env = "fever"
@@ -50,14 +56,21 @@ class FeverEnv(WikiQAEnv):
         train_path: str | None = None,
         num_test: int | None = 100,
         num_train: int | None = 100,
+        partition: str = "memco",
         partition_path: str | None = None,
         fewshot: int | None = 3,
         search_sentences: int | None = 5,
+        require_data: bool = False,
     ) -> None:
         super().__init__(
             wiki, name, step_budget, dataset, path, train_path, num_test, num_train, fewshot,
-            search_sentences,
+            search_sentences, require_data,
         )  # fmt: skip
+        if partition not in loader.PACKAGED_PARTITIONS:
+            raise ConfigError(
+                f"memarena: env.partition={partition!r}; valid: {list(loader.PACKAGED_PARTITIONS)}."
+            )
+        self.partition = partition
         self.partition_path = partition_path
 
     def read_file(self, path: str) -> list[dict[str, Any]]:
@@ -68,7 +81,7 @@ class FeverEnv(WikiQAEnv):
 
     def dataset_records(self) -> dict[str, list[dict[str, Any]]]:
         if self.dataset == "memco":
-            return loader.memco_records(self.partition_path, self.path)
+            return loader.memco_records(self.partition_path, self.path, self.partition)
         return super().dataset_records()
 
     def to_task(self, split: str, record: dict[str, Any]) -> Task:

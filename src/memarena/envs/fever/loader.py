@@ -5,9 +5,10 @@
   (FEVER titles such as ``Soul_Food_-LRB-film-RRB-`` shown as ``Soul Food (film)``); NOT ENOUGH
   INFO claims have none.
 - MemCo's partition: either MemCo's own files (a folder with ``fever_ab_train_A_v3.jsonl``,
-  ``fever_ab_train_B_v3.jsonl``, ``fever_ab_test_v3.jsonl``), or a partition file of ids as
-  written by ``scripts/prepare_fever_partition.py`` (``{id, split, ab_domain}`` rows) joined
-  with the official claims file that holds those ids.
+  ``fever_ab_train_B_v3.jsonl``, ``fever_ab_test_v3.jsonl``), or a partition file of ids
+  (``{id, split, ab_domain}`` rows) joined with the official claims file that holds those ids:
+  MemCo's own ids shipped in the package (``partition=memco``, the default), ours from the
+  embedding labeller (``partition=embedding``), or the user's (``partition_path``).
 """
 
 from __future__ import annotations
@@ -26,7 +27,12 @@ MEMCO_FILES = {
     "train": ("fever_ab_train_A_v3.jsonl", "fever_ab_train_B_v3.jsonl"),
     "test": ("fever_ab_test_v3.jsonl",),
 }
-PACKAGED_PARTITION = "memco_partition.jsonl"
+# env.partition -> the shipped partition of ids: MemCo's own lists (scripts/
+# prepare_memco_lists.py) or ours from the embedding labeller (scripts/prepare_fever_partition.py)
+PACKAGED_PARTITIONS = {
+    "memco": "memco_official_partition.jsonl",
+    "embedding": "memco_partition.jsonl",
+}
 SMOKE_FILES = {"train": "smoke_fever_train.jsonl", "test": "smoke_fever_test.jsonl"}
 
 
@@ -62,7 +68,9 @@ def smoke_records(split: str) -> list[dict[str, Any]]:
     return read_claims(Path(str(files("memarena.envs.wiki") / "data" / SMOKE_FILES[split])))
 
 
-def memco_records(partition_path: str | None, claims_path: str | None) -> dict[str, list[dict]]:
+def memco_records(
+    partition_path: str | None, claims_path: str | None, partition: str = "memco"
+) -> dict[str, list[dict]]:
     """MemCo's partition as {split: records}; see the module doc for the two sources."""
     if partition_path and Path(partition_path).is_dir():
         folder = Path(partition_path)
@@ -80,7 +88,7 @@ def memco_records(partition_path: str | None, claims_path: str | None) -> dict[s
     path = (
         Path(partition_path)
         if partition_path
-        else Path(str(files("memarena.envs.fever") / "data" / PACKAGED_PARTITION))
+        else Path(str(files("memarena.envs.fever") / "data" / PACKAGED_PARTITIONS[partition]))
     )
     if not path.is_file():
         raise ConfigError(f"memarena: env.partition_path={path} does not exist.")

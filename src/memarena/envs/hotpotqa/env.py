@@ -52,10 +52,11 @@ class HotpotQAEnv(WikiQAEnv):
         partition: str = "type",
         fewshot: int | None = 2,
         search_sentences: int | None = 5,
+        require_data: bool = False,
     ) -> None:
         super().__init__(
             wiki, name, step_budget, dataset, path, train_path, num_test, num_train, fewshot,
-            search_sentences,
+            search_sentences, require_data,
         )  # fmt: skip
         if partition not in PARTITIONS:
             raise ConfigError(f"memarena: env.partition={partition!r}; valid: {list(PARTITIONS)}.")

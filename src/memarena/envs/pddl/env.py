@@ -2,9 +2,13 @@
 
 Train and test problems are generated from this project's domain files with a seed; with
 ``problems_dir`` set, the test split is an external AgentBoard-format folder instead (see
-:mod:`memarena.envs.pddl.agentboard`) and the train split stays generated. A task's payload
-holds the problem text (and the domain text for external problems), so any process can rebuild
-the episode from the task alone.
+:mod:`memarena.envs.pddl.agentboard`), and the train split is generated (``train_source:
+generated``, disjoint from the test problems) or the same folder's problems (``train_source:
+problems``: MemCo's source lists are AgentBoard's 60 test ids). Runs on generated test problems
+are named ``pddl_generated`` (conf/env/pddl.yaml), never ``pddl``. A task's payload holds the
+problem text (and the domain text for external problems), so any process can rebuild the
+episode from the task alone. The prompt shows one worked example per domain, played by the
+expert on a small generated problem (``fewshot``).
 """
 
 from __future__ import annotations
@@ -17,10 +21,17 @@ from typing import Any
 from memarena.core.env import Env, EnvPrompt
 from memarena.core.errors import ConfigError
 from memarena.core.types import Task
-from memarena.envs.options import check_step_budget, choose_names, plain
+from memarena.envs.examples import play_expert, render_example
+from memarena.envs.options import check_official_data, check_step_budget, choose_names, plain
 from memarena.envs.pddl.agentboard import load_folder
 from memarena.envs.pddl.episode import PDDLEpisode
-from memarena.envs.pddl.generators import canonical_key, generate_splits, resolve_sizes
+from memarena.envs.pddl.generators import (
+    DEFAULT_SIZES,
+    canonical_key,
+    generate_split,
+    generate_splits,
+    resolve_sizes,
+)
 from memarena.envs.pddl.planner import DEFAULT_NODE_LIMITS, DEFAULT_STRATEGIES, PlannerConfig
 from memarena.envs.pddl.render import goal_text
 from memarena.envs.pddl.simulator import load_problem
@@ -35,6 +46,7 @@ from memarena.envs.pddl.specs import (
 log = logging.getLogger(__name__)
 
 SPLITS = ("train", "test")
+TRAIN_SOURCES = ("generated", "problems")
 # hFF plateaus on barman; its goal agenda with hAdd is fast and close to optimal.
 DEFAULT_DOMAIN_STRATEGIES = {"barman": ("agenda_add",)}
 
@@ -102,6 +114,11 @@ class PDDLEnv(Env):
         problems_dir: AgentBoard-format folder whose problems replace the generated test split.
         problem_order: order of the folder's problems: ``natural`` (problem2 before problem10)
             or ``lexicographic`` (AgentBoard's own task indices, used by MemCo's task lists).
+        train_source: ``generated`` (disjoint from the test problems) or ``problems`` (the
+            train split is ``problems_dir``'s problems too: MemCo's PDDL source lists are the
+            60 AgentBoard test ids).
+        fewshot: worked examples shown in the prompt (one per domain exists; 0: none).
+        require_data: stop unless ``problems_dir`` is set (paper experiments set it).
         planner: expert settings: ``strategies``, ``node_limits``, ``weight``,
             ``repair_limit``, ``domain_strategies`` (see :mod:`memarena.envs.pddl.planner`).
     """
@@ -118,8 +135,27 @@ class PDDLEnv(Env):
         problems_dir: str | None = None,
         problem_order: str = "lexicographic",
         planner: Mapping[str, Any] | None = None,
+        train_source: str = "generated",
+        fewshot: int | None = 1,
+        require_data: bool = False,
     ) -> None:
         self.name = str(name)
+        check_official_data(
+            bool(require_data), problems_dir not in (None, ""), "pddl",
+            "set env.problems_dir to AgentBoard's PDDL folder (<dir>/<domain>.pddl and "
+            "<dir>/<domain>/*.pddl)", "pddl_generated",
+        )  # fmt: skip
+        if train_source not in TRAIN_SOURCES:
+            raise ConfigError(
+                f"memarena: env.train_source={train_source!r}; valid: {list(TRAIN_SOURCES)}."
+            )
+        if train_source == "problems" and problems_dir in (None, ""):
+            raise ConfigError(
+                "memarena: env.train_source=problems trains on env.problems_dir's problems; set "
+                "env.problems_dir, or use env.train_source=generated."
+            )
+        self.train_source = train_source
+        self.fewshot = None if fewshot is None else int(fewshot)
         step_budget = check_step_budget(step_budget)
         self.step_budget = step_budget
         self._domains = choose_names(
@@ -172,9 +208,8 @@ class PDDLEnv(Env):
                 for p in (load_problem(e.domain_pddl, e.problem_pddl) for e in external)
             )
             n_test = 0 if external else self._n["test"][d]
-            splits = generate_splits(
-                d, self._n["train"][d], n_test, self.seed, self._sizes[d], exclude
-            )
+            n_train = 0 if external and self.train_source == "problems" else self._n["train"][d]
+            splits = generate_splits(d, n_train, n_test, self.seed, self._sizes[d], exclude)
             for split in SPLITS:
                 for i, g in enumerate(splits[split]):
                     payload = {
@@ -192,7 +227,8 @@ class PDDLEnv(Env):
                     "domain_pddl": e.domain_pddl,
                     "source": e.source,
                 }
-                tasks["test"].append(self._task(d, "test", i, goal_text(goals, spec), payload))
+                for split in ("test", "train") if self.train_source == "problems" else ("test",):
+                    tasks[split].append(self._task(d, split, i, goal_text(goals, spec), payload))
         log.info(
             "pddl tasks: %s", {s: len(ts) for s, ts in tasks.items()} | {"domains": self._domains}
         )
@@ -218,7 +254,12 @@ class PDDLEnv(Env):
     def prompt(self, task: Task | None = None) -> EnvPrompt:
         """Instructions for the task's domain (all configured domains when no task is given)."""
         domains = (task.domain,) if task is not None else tuple(self._domains)
-        return EnvPrompt(system=self._system_prompt(domains), action_format=ACTION_FORMAT)
+        return EnvPrompt(
+            system=self._system_prompt(domains),
+            action_format=ACTION_FORMAT,
+            fewshot=[domain_example(d) for d in domains],
+            shown=self.fewshot,
+        )
 
     @functools.lru_cache(maxsize=16)  # noqa: B019 - a handful of domain tuples per env
     def _system_prompt(self, domains: tuple[str, ...]) -> str:
@@ -237,6 +278,20 @@ class PDDLEnv(Env):
 
     def close(self) -> None:
         """Nothing to release."""
+
+
+@functools.cache
+def domain_example(domain: str) -> str:
+    """The domain's worked example: the expert on the smallest problem the domain's generator
+    makes from its own ``example`` stream (never a train or test problem's stream)."""
+    spec = SPECS[domain]
+    smallest = {knob: (low, low) for knob, (low, _) in DEFAULT_SIZES[domain].items()}
+    (problem,) = generate_split(domain, "example", 1, 0, smallest)
+    grounded = load_problem(spec.domain_pddl(), problem.pddl)
+    goal = goal_text(grounded.goals, spec)
+    task = Task(f"example/{domain}", "pddl", "example", domain, goal, {"domain": domain})
+    initial, turns = play_expert(PDDLEpisode(task, grounded, spec), max_steps=40)
+    return render_example(goal, initial, turns)
 
 
 SYSTEM_INTRO = (

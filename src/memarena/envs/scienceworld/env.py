@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Sequence
+from importlib.resources import files
 from typing import Any
 
 from memarena.core.env import Env, EnvPrompt
@@ -39,14 +40,19 @@ SPLITS = ("train", "dev", "test")
 PROGRESS = ("score", "subgoals")
 
 
-
-
 def _cap(name: str, value: Any) -> int | None:
     if value is None:
         return None
     if not isinstance(value, int) or value < 0:
         raise ConfigError(f"memarena: env.{name}={value!r} must be an int >= 0 or null (all).")
     return value
+
+
+def memco_list(value: str, split: str) -> str:
+    """``memco`` -> MemCo's ``split`` list shipped in the package; any other value as given."""
+    if value != "memco":
+        return value
+    return str(files("memarena.envs.scienceworld") / "data" / f"memco_{split}.json")
 
 
 class ScienceWorldEnv(Env):
@@ -63,7 +69,8 @@ class ScienceWorldEnv(Env):
         simplification_str: ScienceWorld simplifications, e.g. ``"easy"`` or
             ``"openDoors,selfWateringFlowerPots"``.
         task_list, train_task_list: JSON lists of ``{sw_task_name, variation_idx}`` records that
-            replace the test / train split.
+            replace the test / train split; ``memco`` for MemCo's lists shipped in the package
+            (60 test variations, 10 train variations per template, its task-family groups).
         max_admissible_actions: cap on the admissible-action list of each observation.
         expert_in_actions: add the expert's next gold action to the admissible list when the
             simulator's list lacks it (needed by the expert policy, backbone=scripted, in choice
@@ -75,6 +82,9 @@ class ScienceWorldEnv(Env):
         cache_dir: folder for the variation splits and descriptions (null: this process only).
         progress: ``score`` (score/100) or ``subgoals`` (fraction of AgentBoard's subgoals seen,
             for tasks loaded from AgentBoard's ``.jsonl``; others keep score/100).
+        fewshot: worked examples shown in the prompt (one ships; 0: none).
+        require_data: accepted for paper experiments; always met (the simulator ships its
+            data).
     """
 
     def __init__(
@@ -95,7 +105,10 @@ class ScienceWorldEnv(Env):
         describe_tasks: bool = True,
         cache_dir: str | None = None,
         progress: str = "score",
+        fewshot: int | None = 1,
+        require_data: bool = False,
     ) -> None:
+        self.fewshot = None if fewshot is None else int(fewshot)
         step_budget = check_step_budget(step_budget)
         if partition not in PARTITIONS:
             raise ConfigError(f"memarena: env.partition={partition!r}; valid: {list(PARTITIONS)}.")
@@ -122,9 +135,9 @@ class ScienceWorldEnv(Env):
         self.expert_in_actions = bool(expert_in_actions)
         self._lists: dict[str, list[TaskRef]] = {}
         if task_list:
-            self._lists["test"] = load_task_list(task_list)
+            self._lists["test"] = load_task_list(memco_list(task_list, "test"))
         if train_task_list:
-            self._lists["train"] = load_task_list(train_task_list)
+            self._lists["train"] = load_task_list(memco_list(train_task_list, "train"))
         self._pool = SimulatorPool(self.jvm_memory, int(max_idle_jvms))
         self.describe_tasks = bool(describe_tasks)
         self._catalog = Catalog(self._pool, None if cache_dir in (None, "") else str(cache_dir))
@@ -204,7 +217,9 @@ class ScienceWorldEnv(Env):
         )
 
     def prompt(self, task: Task | None = None) -> EnvPrompt:
-        return EnvPrompt(system=SYSTEM, action_format=ACTION_FORMAT, fewshot=list(FEWSHOT))
+        return EnvPrompt(
+            system=SYSTEM, action_format=ACTION_FORMAT, fewshot=list(FEWSHOT), shown=self.fewshot
+        )
 
     def jvm_pids(self) -> list[int]:
         """Process ids of the JVMs this env holds (idle and in use)."""

@@ -17,7 +17,7 @@ from typing import Any
 from memarena.core.env import Env, EnvPrompt
 from memarena.core.errors import ConfigError
 from memarena.core.types import Task
-from memarena.envs.options import check_step_budget
+from memarena.envs.options import check_official_data, check_step_budget
 from memarena.envs.wiki.answers import exact_match
 from memarena.envs.wiki.backends import WikiBackend
 from memarena.envs.wiki.react import WikiEpisode
@@ -83,8 +83,14 @@ class WikiQAEnv(Env):
         num_train: int | None,
         fewshot: int | None,
         search_sentences: int | None,
+        require_data: bool = False,
     ) -> None:
         self.step_budget = check_step_budget(step_budget)
+        check_official_data(
+            bool(require_data), dataset != "smoke", self.env,
+            f"choose env.dataset ({', '.join(d for d in self.datasets if d != 'smoke')}) and "
+            "a real Wikipedia (env/wiki=live, local or replay)", f"{self.env}_smoke",
+        )  # fmt: skip
         if dataset not in self.datasets:
             raise ConfigError(f"memarena: env.dataset={dataset!r}; valid: {list(self.datasets)}.")
         if dataset in self.needs_path and not path:
@@ -113,7 +119,7 @@ class WikiQAEnv(Env):
         self.path, self.train_path = path, train_path
         self.num_test = check_count("num_test", num_test)
         self.num_train = check_count("num_train", num_train)
-        self.fewshot = len(self.fewshot_examples) if fewshot_n is None else fewshot_n
+        self.fewshot = fewshot_n  # examples shown by default (None: all that ship)
         self._records: dict[str, list[dict[str, Any]]] | None = None
         self._tasks: dict[str, list[Task]] = {}
 
@@ -163,7 +169,8 @@ class WikiQAEnv(Env):
         return EnvPrompt(
             system=self.system,
             action_format=self.action_format,
-            fewshot=list(self.fewshot_examples[: self.fewshot]),
+            fewshot=list(self.fewshot_examples),
+            shown=self.fewshot,
         )
 
     def open(self, task: Task) -> WikiEpisode:
