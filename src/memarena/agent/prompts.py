@@ -15,13 +15,16 @@ def build_messages(
     initial_observation: str,
     history_steps: int,
     show_actions: bool,
+    examples: int | str | None = None,
 ) -> list[Message]:
     """One system message (env instructions) and one user message holding, in order:
-    the env's fixed examples, the memory slots, the task, the recent history and the
-    current observation (with the admissible actions when ``show_actions``)."""
+    the env's fixed examples (``examples`` of them: None = the env's default count), the
+    memory slots, the task, the recent history and the current observation (with the
+    admissible actions when ``show_actions``)."""
     parts: list[str] = []
-    if prompt.fewshot:
-        parts.append("\n\n".join(prompt.fewshot))
+    shown = prompt.examples(examples)
+    if shown:
+        parts.append("\n\n".join(shown))
     parts.extend(text for text in memory.slots.values() if text)
     parts.append(f"Your task: {task.goal}")
     parts.append(f"Initial observation: {initial_observation}")

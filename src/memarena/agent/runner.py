@@ -224,6 +224,7 @@ class EpisodeRunner:
             initial_observation=item.trajectory.initial_observation,
             history_steps=self.s.history_steps,
             show_actions=choices is None and bool(obs.admissible_actions),
+            examples=self.memory.benchmark_examples,
         )
         key = f"{self.phase}:{item.run}:{item.task.id}:{step}"
         request = ChatRequest(

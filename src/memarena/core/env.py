@@ -28,13 +28,22 @@ DEFAULT_MAX_TOKENS = 48  # tokens per agent reply unless the protocol or the env
 class EnvPrompt:
     """Per-benchmark prompt pieces used by the agent's prompt builder.
 
-    ``fewshot`` holds fixed demonstrations (text) that the env ships; memory methods add their
-    own slots next to it.
+    ``fewshot`` holds the benchmark's fixed worked examples for the task (text), ``shown`` how
+    many of them a prompt includes by default (the env's ``fewshot`` option; None = all). Every
+    method's prompt shows the same ``shown`` examples (the papers give every method the same
+    benchmark case); a method may ask for more (ICL shows all of them, see
+    ``MemoryMethod.benchmark_examples``). Memory methods add their own slots next to them.
     """
 
     system: str
     action_format: str
     fewshot: list[str] = field(default_factory=list)
+    shown: int | None = None
+
+    def examples(self, count: int | str | None = None) -> list[str]:
+        """The examples a prompt shows: ``count`` of them (``"all"``; None = ``shown``)."""
+        n = self.shown if count is None else (None if count == "all" else int(count))
+        return list(self.fewshot if n is None else self.fewshot[:n])
 
 
 class Episode(ABC):

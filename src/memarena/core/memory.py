@@ -36,7 +36,9 @@ Acquisition (train split)
 Evaluation (test split)
     :meth:`retrieve` returns a :class:`MemoryContext` (prompt slots + the ids of what was
     shown). :meth:`eval_views` lists the views evaluation runs under (MemCo: one per agent)
-    and :meth:`set_view` selects one. With ``protocol.freeze_during_eval`` the pipeline calls
+    and :meth:`set_view` selects one. ``benchmark_examples`` says how many of the benchmark's
+    fixed worked examples the prompt shows (None: the env's setting, the same for every method;
+    ICL: "all"). With ``protocol.freeze_during_eval`` the pipeline calls
     :meth:`freeze` first and :meth:`observe` is refused; otherwise the memory keeps learning,
     every ``protocol.update_every`` tasks, and may ask for retries of failed tasks through
     :meth:`reflect` / :meth:`observe_retry` (at most ``max_reflections``; ReMe).
@@ -129,6 +131,9 @@ class MemoryMethod:
     acquisition_observe_tasks: int = 1
     # -- evaluation
     max_reflections: int = 0
+    # how many of the benchmark's fixed worked examples the agent's prompt shows: None = the
+    # env's ``fewshot`` setting (the same for every method), an int, or "all" (ICL)
+    benchmark_examples: int | str | None = None
 
     def __init__(
         self,
