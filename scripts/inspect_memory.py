@@ -2,6 +2,7 @@
 promoted global records with their evidence and Wilson score.
 
     python scripts/inspect_memory.py results/demo/alfworld/memco/smollm2-135m/seed0
+    python scripts/inspect_memory.py RUN_DIR/memory_final/run0       # a learning run's end
     python scripts/inspect_memory.py RUN_DIR --threshold 0.5 --top 50   # another lambda
 """
 
@@ -16,7 +17,10 @@ from memarena.memory.memco.inspect import describe, load_snapshot
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("run_dir", help="a MemCo run directory (or its memory/ folder)")
+    parser.add_argument(
+        "run_dir",
+        help="a MemCo run directory, its memory/ folder, or a memory_final/run<k> folder",
+    )
     parser.add_argument("--threshold", type=float, default=0.35, help="lambda (default 0.35)")
     parser.add_argument("--alpha", type=float, default=0.05)
     parser.add_argument("--rule", choices=["wilson", "empirical"], default="wilson")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 
 from memarena.core.llm_types import Completion
@@ -54,3 +56,72 @@ class FakeEmbedder:
                 rng = np.random.default_rng(sum(map(ord, text)))
                 rows.append(rng.normal(size=3))
         return np.asarray(rows, dtype=np.float32)
+
+
+def schema_instance(schema: dict):
+    """A small value valid for ``schema`` (the JSON-schema subset memory methods use)."""
+    if "enum" in schema:
+        return schema["enum"][0]
+    if "anyOf" in schema:
+        return schema_instance(schema["anyOf"][0])
+    kind = schema.get("type")
+    kind = kind[0] if isinstance(kind, list) else kind
+    if kind == "object":
+        props = schema.get("properties", {})
+        return {k: schema_instance(props[k]) for k in schema.get("required", []) if k in props}
+    if kind == "array":
+        return [schema_instance(schema.get("items", {})) for _ in range(schema.get("minItems", 1))]
+    if kind == "integer":
+        return int(schema.get("minimum", 1))
+    if kind == "number":
+        return float(schema.get("minimum", 1.0))
+    if kind == "boolean":
+        return True
+    return "a rule" if schema.get("maxLength", 99) >= 6 else "x"
+
+
+class SchemaLLM:
+    """A memory-side LLM double for pipeline runs (``memory_backbone._target_=doubles.
+    SchemaLLM``): every JSON request gets a valid answer for its schema; EvoGraph's controller
+    schema (insight ids + ``add``/``insight``) gets "REVISE every shown insight and ADD one", so
+    insights get version chains. Choices get the first choice, free text "ok"."""
+
+    def __init__(self, name: str = "schema-llm") -> None:
+        self.name = name
+        self.usage = Usage()
+        self.n = 0
+
+    def generate(self, requests):
+        out = []
+        for r in requests:
+            self.n += 1
+            if r.json_schema is not None:
+                text = json.dumps(self._answer(r.json_schema))
+            elif r.choices:
+                text = r.choices[0]
+            else:
+                text = "ok"
+            out.append(Completion(text=text, prompt_tokens=10, completion_tokens=3))
+        self.usage.calls += 1
+        self.usage.requests += len(requests)
+        return out
+
+    def _answer(self, schema: dict):
+        props = schema.get("properties", {})
+        if "add" in props and "insight" in props:  # EvoGraph's graph controller
+            answer = {"add": True, "insight": f"Check preconditions before acting ({self.n})."}
+            for key, sub in props.items():
+                if key not in ("add", "insight"):
+                    ops = sub["properties"]["op"]["enum"]
+                    op = "REVISE" if "REVISE" in ops else ops[0]
+                    answer[key] = {"op": op, "revision": f"Revised rule {self.n}."}
+                    if "revision" not in sub["properties"]:
+                        del answer[key]["revision"]
+            return answer
+        return schema_instance(schema)
+
+    def record_fallback(self, kind: str, detail: str = "") -> None:
+        self.usage.count_fallback(kind)
+
+    def close(self) -> None:
+        return None

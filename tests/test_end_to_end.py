@@ -35,7 +35,8 @@ def test_scripted_pddl_check_command(tmp_path):
     assert metrics["n_episodes"] == 8 and metrics["backbone_is_llm"] is False
     assert metrics["backbone"].startswith("scripted")
     (run_dir,) = {p.parent for p in tmp_path.rglob("metrics.json")}
-    assert run_dir.relative_to(tmp_path).parts[:3] == ("demo", "pddl", "none")
+    # generated PDDL problems are a stand-in, named so (AgentBoard's problems are `pddl`)
+    assert run_dir.relative_to(tmp_path).parts[:3] == ("demo", "pddl_generated", "none")
     for name in ("config.yaml", "episodes.jsonl", "usage.json"):
         assert (run_dir / name).exists(), name
     episodes = [json.loads(line) for line in (run_dir / "episodes.jsonl").read_text().splitlines()]
@@ -50,7 +51,7 @@ def sweep(tmp_path_factory) -> Path:
         [
             "-m",
             "env=pddl",
-            "method=none,icl",
+            "method=none,memco",
             "seed=0,1",
             "backbone=scripted",
             "protocol.max_train_tasks=4",
@@ -67,20 +68,23 @@ def sweep(tmp_path_factory) -> Path:
 def test_multirun_writes_every_cell_and_wandb_offline_files(sweep):
     metrics = _metrics(sweep)
     assert sorted((m["method"], m["seed"]) for m in metrics) == [
-        ("icl", 0),
-        ("icl", 1),
+        ("memco", 0),
+        ("memco", 1),
         ("none", 0),
         ("none", 1),
     ]
     from memarena.results.loggers import read_offline_run
 
     for m in metrics:
-        run_dir = sweep / "demo" / "pddl" / m["method"] / m["backbone"] / f"seed{m['seed']}"
+        run_dir = (
+            sweep / "demo" / "pddl_generated" / m["method"] / m["backbone"] / f"seed{m['seed']}"
+        )
         logged = read_offline_run(run_dir)
         assert logged["summary"]["success_rate"] == pytest.approx(m["success_rate"])
-        assert logged["run"]["group"] == f"demo/pddl/{m['method']}/{m['backbone']}"
-    icl_memory = next(sweep.rglob("icl/*/seed0/memory/memory.json"))
-    assert json.loads(icl_memory.read_text())["state"]["demos"], "ICL learnt no demonstration"
+        assert logged["run"]["group"] == f"demo/pddl_generated/{m['method']}/{m['backbone']}"
+    memco_memory = next(sweep.rglob("memco/*/seed0/memory/memory.json"))
+    state = json.loads(memco_memory.read_text())["state"]
+    assert any(agent["records"] for agent in state["agents"].values()), "MemCo learnt nothing"
 
 
 def test_overview_notebook_on_real_results(sweep):
@@ -90,7 +94,7 @@ def test_overview_notebook_on_real_results(sweep):
         "FIGURE_METRICS = ['success_rate', 'progress_rate']\n",
     )
     md = (sweep / "tables" / "summary.md").read_text()
-    assert "icl" in md and "none" in md and "scripted" in md
+    assert "memco" in md and "none" in md and "scripted" in md
     assert (sweep / "tables" / "overview.png").stat().st_size > 5000
 
 

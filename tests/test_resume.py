@@ -15,7 +15,7 @@ from conftest import ROOT, run_py
 
 ARGS = [
     "env=pddl",
-    "method=icl",
+    "method=memco",  # acquires with the expert as agent, no LLM
     "backbone=scripted",
     "logger=none",
     "protocol.max_train_tasks=6",
@@ -53,6 +53,10 @@ def _metrics(results: Path) -> dict:
     (path,) = results.rglob("metrics.json")
     data = json.loads(path.read_text())
     data.pop("wall_s", None)
+    # MemCo's memory-cost counters cover the retrievals of this process only, so a resume that
+    # skips finished episodes counts fewer (a known limit of these counters, not of the results)
+    for key in ("retrieval_calls", "avg_mem_entries", "mem_words_per_call"):
+        data.pop(key, None)
     return data
 
 
@@ -77,6 +81,6 @@ def test_sigkill_then_resume_matches_uninterrupted(tmp_path, reference, file, af
     assert proc.returncode == 0, proc.stderr[-2000:]
     after_lines = (run_dir / file).read_text().splitlines()
     assert after_lines[:after] == before  # finished episodes kept, not rerun
-    ids = [json.loads(line)["task_id"] for line in after_lines]
+    ids = [(r.get("agent"), r["task_id"], r["run"]) for r in map(json.loads, after_lines)]
     assert len(ids) == len(set(ids))
     assert _metrics(tmp_path) == reference

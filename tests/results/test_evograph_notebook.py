@@ -328,7 +328,7 @@ def test_version_chain_and_tables(tmp_path):
         json.dumps({"method": "evograph", "schema_version": 1, "state": SNAPSHOT_STATE})
     )
     assert er.load_snapshot(run)["edges"] == SNAPSHOT_STATE["edges"]
-    assert er.find_snapshots(tmp_path) == [run]
+    assert er.find_snapshots(tmp_path) == [run / "memory"]
     path, _ = er.figure_chain(chain, tmp_path / "out")
     assert path.read_bytes()[:8] == PNG
 

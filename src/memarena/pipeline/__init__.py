@@ -54,7 +54,7 @@ def run(
     t0 = time.perf_counter()
     protocol = cfg.protocol
     caps = (protocol.max_train_tasks, protocol.max_eval_tasks)
-    if caps != (None, None):
+    if caps[1] is not None or caps[0] not in (None, 0):  # 0 train tasks: an online protocol
         log.warning(
             "experiment=%s caps tasks (max_train_tasks=%s, max_eval_tasks=%s); "
             "choose a paper experiment or experiment=null for full runs",

@@ -134,23 +134,27 @@ def _memory_llm_factory(cfg: DictConfig, policy: Policy):
 def build(
     cfg: DictConfig, choices: Mapping[str, Any] | None = None, overrides: Sequence[str] = ()
 ) -> Parts:
-    """Check ``cfg`` (``choices`` / ``overrides`` name the source of a bad key), then build."""
+    """Check ``cfg`` (``choices`` / ``overrides`` name the source of a bad key), then build:
+    the memory first (cheap; its snapshot source is checked before any model or env is
+    loaded), then the env and the policy."""
     validate(cfg, choices, overrides)
     check_config(cfg)
     protocol = ProtocolSettings.from_config(OmegaConf.to_container(cfg.protocol, resolve=True))
-    snapshot = snapshot_source(cfg, protocol.snapshot_from)
+    agent: dict[str, Policy] = {}  # the memory's LLM factory reads the policy built below
+    services = MemoryServices(
+        llm_factory=lambda: _memory_llm_factory(cfg, agent["policy"])(),
+        embedder_factory=lambda: build_part(cfg.embedder),
+    )
+    memory: MemoryMethod = build_part(cfg.method, services=services, env_name=cfg.env.name)
+    # a method without memory (none, icl) has no snapshot to start from
+    snapshot = snapshot_source(cfg, protocol.snapshot_from) if memory.learns else None
     store = RunStore(run_dir(cfg))
     if not protocol.resume:
         store.clear()
     store.check_update_every(protocol.update_every)
     store.write_text(files.CONFIG, OmegaConf.to_yaml(cfg, resolve=True))
     env: Env = build_part(cfg.env)
-    policy = as_policy(build_part(cfg.backbone))
-    services = MemoryServices(
-        llm_factory=_memory_llm_factory(cfg, policy),
-        embedder_factory=lambda: build_part(cfg.embedder),
-    )
-    memory: MemoryMethod = build_part(cfg.method, services=services, env_name=env.name)
+    policy = agent["policy"] = as_policy(build_part(cfg.backbone))
     settings = RunnerSettings(
         concurrency=protocol.concurrency,
         step_budget=protocol.step_budget or env.step_budget,

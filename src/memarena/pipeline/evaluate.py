@@ -4,7 +4,8 @@
 evaluation view (MemCo: each agent's local memory + the global memory; other methods: one
 view). With a frozen memory, ``protocol.concurrency`` episodes are stepped in lockstep and each
 episode is appended to ``episodes.jsonl`` as it ends; a memory that keeps learning runs as
-described in :mod:`memarena.pipeline.learning`. Finished episodes are kept on resume.
+described in :mod:`memarena.pipeline.learning`, and its memory at the end of each run is saved
+to ``memory_final/[<view>/]run<k>/``. Finished episodes are kept on resume.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ def evaluate(parts: Parts) -> list[EpisodeRecord]:
             if learning:
                 theirs = [r for r in retries if r.agent == view and r.run == run]
                 LearningRun(parts, run, view, repetition).play(runner, tasks, mine, theirs)
+                _save_final(parts, run, view, len(tasks))
             else:
                 done = {r.task_id for r in mine}
                 runner.run(
@@ -77,6 +79,15 @@ def evaluate(parts: Parts) -> list[EpisodeRecord]:
             parts.eval_memory_tokens += memory.own_tokens() - before
     memory.set_view(None)
     return latest(r for r in store.read_records(files.EPISODES) if r.key in wanted)
+
+
+def _save_final(parts: Parts, run: int, view: str | None, n_tasks: int) -> None:
+    """The memory a learning run ended with, beside the acquisition snapshot (EvoGraph's
+    Figure 2 case study and scripts/inspect_memory.py read it)."""
+    folder = parts.store.final_memory_dir(run, view)
+    parts.memory.save(folder)
+    info = {"run": run, "agent": view, "n_eval_tasks": n_tasks, "method": parts.memory.name}
+    parts.store.mark_snapshot_complete(info, folder)
 
 
 def latest(records) -> list[EpisodeRecord]:

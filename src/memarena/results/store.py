@@ -27,6 +27,7 @@ METRICS = "metrics.json"
 USAGE = "usage.json"
 CONFIG = "config.yaml"
 MEMORY_DIR = "memory"
+FINAL_MEMORY_DIR = "memory_final"  # a learning evaluation's memory at the end of each run
 SNAPSHOT_DONE = "SNAPSHOT_COMPLETE"
 UPDATES = "updates.json"  # {"update_every": n}: the memory-update schedule the records follow
 
@@ -53,11 +54,18 @@ class RunStore:
     def memory_dir(self) -> Path:
         return self.dir / MEMORY_DIR
 
+    def final_memory_dir(self, run: int, view: str | None = None) -> Path:
+        """Where the memory of evaluation run ``run`` (of ``view``) is saved when it ends, for
+        an evaluation that learns: ``memory_final/[<view>/]run<k>/``."""
+        base = self.dir / FINAL_MEMORY_DIR
+        return (base / str(view) if view is not None else base) / f"run{run}"
+
     def clear(self) -> None:
         """Forget earlier records (``protocol.resume=false``)."""
         for name in (EPISODES, ACQUISITION, REFLECTIONS, METRICS, USAGE, UPDATES):
             (self.dir / name).unlink(missing_ok=True)
         shutil.rmtree(self.memory_dir, ignore_errors=True)
+        shutil.rmtree(self.dir / FINAL_MEMORY_DIR, ignore_errors=True)
 
     # --- JSONL --------------------------------------------------------------------------
     def append(self, name: str, record: dict[str, Any]) -> None:
@@ -128,6 +136,7 @@ class RunStore:
     def snapshot_complete(self) -> bool:
         return (self.memory_dir / SNAPSHOT_DONE).exists()
 
-    def mark_snapshot_complete(self, info: dict[str, Any]) -> None:
-        self.memory_dir.mkdir(parents=True, exist_ok=True)
-        (self.memory_dir / SNAPSHOT_DONE).write_text(json.dumps(info) + "\n")
+    def mark_snapshot_complete(self, info: dict[str, Any], folder: Path | None = None) -> None:
+        folder = folder or self.memory_dir
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / SNAPSHOT_DONE).write_text(json.dumps(info) + "\n")
