@@ -1,7 +1,7 @@
 """Show a saved MemCo memory snapshot: local graph sizes, record counts by type, and the
 promoted global records with their evidence and Wilson score.
 
-    python scripts/inspect_memory.py results/demo/alfworld/memco/smollm2-135m/seed0
+    python scripts/inspect_memory.py results/demo/alfworld_suite/memco/smollm2-135m/seed0
     python scripts/inspect_memory.py RUN_DIR/memory_final/run0       # a learning run's end
     python scripts/inspect_memory.py RUN_DIR --threshold 0.5 --top 50   # another lambda
 """
