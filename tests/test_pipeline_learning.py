@@ -131,7 +131,7 @@ class Recorder(MemoryMethod):
 def _parts(tmp_path, memory, policy=None, concurrency=4, **protocol) -> Parts:
     settings = ProtocolSettings(concurrency=concurrency, **protocol)
     store = RunStore(tmp_path)
-    store.check_update_every(settings.update_every)
+    store.check_identity({"protocol.update_every": settings.update_every}, "")
     snapshot = settings.snapshot_from
     return Parts(
         env=StepEnv(),
@@ -321,5 +321,5 @@ def test_a_killed_learning_evaluation_resumes_to_the_same_updates_and_metrics(
 
 def test_a_resume_with_another_update_schedule_is_refused(tmp_path):
     evaluate(_parts(tmp_path, Recorder(max_reflections=0), update_every=1))
-    with pytest.raises(ConfigError, match="update_every=1"):
+    with pytest.raises(ConfigError, match="protocol.update_every: 1 in the records, 4 now"):
         _parts(tmp_path, Recorder(max_reflections=0), update_every=4)

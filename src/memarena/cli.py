@@ -1,11 +1,22 @@
-"""What run.py calls: a config pre-check before Hydra, and the job body after it."""
+"""What run.py calls: a config pre-check before Hydra, the job body after it, and the
+multirun failure summary (a Hydra callback, ``hydra.callbacks.failures`` in conf/config.yaml).
+
+In a multirun a job that fails with a MemarenaError (a config error, a server that does not
+answer, a run dir in use) is written to ``<sweep dir>/failed_jobs/<job num>.json`` and the
+sweep goes on; when it ends, :class:`FailureSummary` lists the failed jobs and the process
+exits with status 1. Any other exception stops the sweep at once (Hydra's behaviour) with its
+traceback and a non-zero status too.
+"""
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 from pathlib import Path
+from typing import Any
 
+from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 import memarena.config_resolvers  # noqa: F401  (resolvers used by conf/)
@@ -77,8 +88,10 @@ def run_job(cfg: DictConfig) -> float | None:
         metrics = run(cfg, choices, overrides)
     except MemarenaError as exc:
         text = str(exc)
-        log.error(text if text.startswith("memarena:") else f"memarena: {text}")
-        if HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN:
+        text = text if text.startswith("memarena:") else f"memarena: {text}"
+        log.error(text)
+        if hydra is not None and hydra.mode == RunMode.MULTIRUN:
+            _write_failure(Path(hydra.sweep.dir), hydra.job.num, overrides, text)
             return None
         sys.exit(2)
     log.info(
@@ -88,3 +101,30 @@ def run_job(cfg: DictConfig) -> float | None:
         metrics["n_episodes"],
     )
     return float(metrics["success_rate"])
+
+
+FAILED_JOBS = "failed_jobs"
+
+
+def _write_failure(sweep_dir: Path, num: Any, overrides: list[str], message: str) -> None:
+    folder = sweep_dir / FAILED_JOBS
+    folder.mkdir(parents=True, exist_ok=True)
+    body = {"job": num, "overrides": overrides, "error": message}
+    (folder / f"{num}.json").write_text(json.dumps(body, indent=2) + "\n")
+
+
+class FailureSummary(Callback):
+    """At the end of a multirun: name every failed job and exit with status 1."""
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        folder = Path(str(config.hydra.sweep.dir)) / FAILED_JOBS
+        failures = sorted(folder.glob("*.json"), key=lambda p: int(p.stem))
+        if not failures:
+            return
+        lines = [f"memarena: {len(failures)} job(s) of this multirun failed:"]
+        for path in failures:
+            body = json.loads(path.read_text())
+            lines.append(f"  #{body['job']} {' '.join(body['overrides'])}: {body['error']}")
+        lines.append(f"(details in {folder}; the other jobs' results are complete)")
+        print("\n".join(lines), file=sys.stderr)
+        sys.exit(1)

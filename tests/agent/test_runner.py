@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import pytest
+
 from memarena.agent import EpisodeRunner, RunnerSettings, as_policy
 from memarena.agent.parse import parse_action
 from memarena.core import (
+    REQUEST_FAILED,
     Completion,
     Env,
     EnvPrompt,
     Episode,
     Feedback,
+    MemoryContext,
     Observation,
+    ServerUnreachableError,
     StepResult,
     Task,
     Usage,
@@ -227,3 +232,117 @@ def test_failing_details_hook_is_logged_not_raised():
     finally:
         ReplyEpisode.details = saved
     assert results[0].outcome.status == "success" and results[0].details is None
+
+
+class DeadServer(RecordingBackbone):
+    """Requests fail as an unreachable server's would (after the engine's retries): all of
+    them, or those of the batches where ``answers`` (cycled) is False."""
+
+    def __init__(self, answers=(False,)):
+        super().__init__()
+        self.answers = answers
+
+    def generate(self, requests):
+        self.batches.append(len(requests))
+        if self.answers[(len(self.batches) - 1) % len(self.answers)]:
+            return [Completion(r.choices[0], 1, 1, choice_index=0) for r in requests]
+        error = "APIConnectionError: Connection refused"
+        return [Completion("", fallback=REQUEST_FAILED, error=error) for _ in requests]
+
+
+def test_unanswered_requests_end_episodes_as_errors_and_then_stop_the_run():
+    env, finished = CountEnv(), []
+    runner = EpisodeRunner(
+        env,
+        as_policy(DeadServer()),
+        NoMemory(),
+        RunnerSettings(concurrency=1, max_failed_batches=3),
+        progress_bar=False,
+    )
+    with pytest.raises(ServerUnreachableError, match="none of the requests of 3 steps"):
+        runner.run(env.tasks("test"), on_finish=finished.append)
+    assert [r.trajectory.task.id for r in finished] == ["t0", "t1", "t2"]
+    for result in finished:  # recorded, so a rerun retries them
+        assert result.outcome.status == "error" and result.outcome.steps == 0
+        assert result.outcome.error == "LLM request failed: APIConnectionError: Connection refused"
+    assert env.opened == env.closed == 3
+
+
+def test_a_batch_with_an_answer_resets_the_failure_count():
+    env = CountEnv()
+    backbone = DeadServer(answers=(False, True))  # a flaky server: every other step answered
+    runner = EpisodeRunner(
+        env, as_policy(backbone), NoMemory(), RunnerSettings(concurrency=1,
+        max_failed_batches=2), progress_bar=False,
+    )  # fmt: skip
+    results = runner.run(env.tasks("test"))  # never two unanswered steps in a row
+    # steps alternate: t0 fails at once; t1, t2 take one step, then fail; t3 ends in one step
+    assert [r.outcome.status for r in results] == ["error", "error", "error", "success", "error"]
+
+
+class Garbled(RecordingBackbone):
+    """Choice mode: an answer outside the choices (the engine's fallback); free mode: empty
+    text, then an action the env cannot read, then the right one."""
+
+    def generate(self, requests):
+        out = []
+        for r in requests:
+            if r.choices is not None:
+                out.append(Completion("jump", 1, 1, fallback="choice_invalid"))
+            else:
+                out.append(Completion(["", "fly", "inc"][len(self.batches) % 3], 1, 1))
+        self.batches.append(len(requests))
+        return out
+
+
+class StrictEpisode(CountEpisode):
+    def step(self, action):
+        if action not in ("inc", "wait"):
+            return StepResult(self._obs(), 0.0, False, False, 0.0,
+                              Feedback(False, False, "invalid_action"))  # fmt: skip
+        return super().step(action)
+
+
+class StrictEnv(CountEnv):
+    def open(self, task):
+        self.opened += 1
+        return StrictEpisode(self, task)
+
+
+@pytest.mark.parametrize(("mode", "invalid"), [("choice", 3), ("free", 2)])
+def test_replies_the_agent_cannot_act_on_are_counted_per_episode(mode, invalid):
+    env = StrictEnv()
+    settings = RunnerSettings(concurrency=1, step_budget=3, action_mode=mode)
+    runner = EpisodeRunner(env, as_policy(Garbled()), NoMemory(), settings, progress_bar=False)
+    (result,) = runner.run(env.tasks("test")[:1])
+    assert result.outcome.invalid_replies == invalid
+    assert result.outcome.status == ("budget" if mode == "choice" else "success")
+
+
+class PricedMemory(NoMemory):
+    """Shows two entries per retrieval and spends 7 LLM tokens on each."""
+
+    granularity = "step"
+
+    def __init__(self):
+        super().__init__()
+        self.token_usage = {"rerank": {"calls": 0, "prompt_tokens": 0}}
+
+    def retrieve(self, query):
+        self.token_usage["rerank"]["calls"] += 1
+        self.token_usage["rerank"]["prompt_tokens"] += 7
+        return MemoryContext(slots={"m": "three words here"}, memory_ids=["a", "b"])
+
+
+def test_each_episode_keeps_what_its_retrievals_cost():
+    env = CountEnv()
+    runner = EpisodeRunner(
+        env, as_policy(RecordingBackbone()), PricedMemory(), RunnerSettings(concurrency=2),
+        progress_bar=False,
+    )  # fmt: skip
+    results = runner.run(env.tasks("test")[:3])  # targets 1, 2, 3: 1, 2, 3 retrievals
+    costs = [r.memory_cost for r in results]
+    assert [c["calls"] for c in costs] == [1, 2, 3]
+    assert costs[2] == {"calls": 3, "entries": 6, "words": 9,
+                        "usage": {"rerank": {"calls": 3, "prompt_tokens": 21}}}
+    assert runner.retrieval_spent == {"usage": {"rerank": {"calls": 6, "prompt_tokens": 42}}}

@@ -203,7 +203,7 @@ def test_ablation_ops_are_enforced_and_tokens_counted():
     run_task(memory, 0)
     run_task(memory, 1)  # ARCHIVE is not allowed in add+keep: a counted invalid operation
     assert memory.graph.get("ins-0001").active and memory.controller_invalid_ops == 1
-    usage = memory.metrics()["memory_token_usage"]
+    usage = memory.token_usage
     assert usage["controller"]["calls"] == 2 and usage["key_steps"]["calls"] == 2
     assert memory.own_tokens() == 4 * 13  # FakeLLM: 10 + 3 tokens per request
     with pytest.raises(ConfigError, match="controller_ops"):
@@ -254,4 +254,6 @@ def test_run_py_evograph_with_the_embedded_memory_llm(tmp_path):
     assert metrics["memory_token_usage"]["controller"]["calls"] == 2
     assert set(metrics["controller_decisions"]) == {"KEEP", "ARCHIVE", "REVISE", "ADD"}
     assert "controller_fallbacks" in metrics and metrics["memory_tokens"] > 0
-    assert 0 < metrics["controller_token_share"] < 1
+    usage = metrics["memory_token_usage"]
+    spent = {p: u.get("prompt_tokens", 0) + u.get("completion_tokens", 0) for p, u in usage.items()}
+    assert 0 < spent["controller"] < sum(spent.values())

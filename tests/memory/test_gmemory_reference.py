@@ -239,6 +239,7 @@ def test_retrieval_reranks_and_shows_full_trajectory_with_key_steps():
     assert "Full trajectory:\n  step 1: > look -> a room\n  step 3: > put b -> done" in shown
     assert memory.token_usage["relevance"] == {
         "calls": 1,
+        "requests": 2,
         "prompt_tokens": 20,
         "completion_tokens": 6,
     }

@@ -110,7 +110,7 @@ def test_retrieval_renders_the_decision_summary_per_view():
         "Next priority",
         "Confidence / caveat",
     ]
-    assert context.memory_ids and memory.metrics()["retrieval_calls"] == 1
+    assert context.memory_ids
     assert "go to countertop 1" in text
     with pytest.raises(ConfigError, match="no agent 'attic'"):
         memory.set_view("attic")

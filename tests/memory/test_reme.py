@@ -129,7 +129,7 @@ def test_judge_rejects_invalid_and_low_scores_and_counts_malformed():
     assert [e.content for e in memory.pool.items.values()] == ["content 0 folder"]
     m = memory.metrics()
     assert m["memory_judge_rejected"] == 3
-    assert m["memory_fallbacks"] == {"reme_judge": 1}
+    assert memory.fallbacks == {"reme_judge": 1}
     assert llm.usage.fallbacks == {"reme_judge": 1}
 
 

@@ -197,6 +197,7 @@ def test_make_tables_cli(tree, tmp_path):
         "variant",
         "backbone",
         "n_seeds",
+        "flags",
         "backbone_is_llm",
         "success_rate_mean",
         "success_rate_std",

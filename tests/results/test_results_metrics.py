@@ -29,7 +29,12 @@ def four_runs():
 
 
 def test_avg_and_pass_at_4():
-    m = compute_metrics(four_runs(), memory_tokens=300)
+    recs = four_runs()
+    recs[0]["memory_cost"] = {
+        "calls": 1, "entries": 2, "words": 10,
+        "usage": {"rerank": {"calls": 1, "prompt_tokens": 250, "completion_tokens": 50}},
+    }
+    m = compute_metrics(recs)
     assert m["n_episodes"] == 12 and m["n_tasks"] == 3 and m["runs"] == 4
     # successes: a 4 + b 1 + c 0 = 5 of 12
     assert m["success_rate"] == pytest.approx(5 / 12)
@@ -87,3 +92,36 @@ def test_empty_and_malformed_records_are_refused():
 def test_flatten():
     assert flatten({"a": 1, "pd": {"x": {"s": 0.5}}, "ci": [0.1, 0.9]}) == {
         "a": 1, "pd/x/s": 0.5, "ci/0": 0.1, "ci/1": 0.9}
+
+
+def test_a_repeated_episode_counts_once_and_is_reported():
+    """Two processes that wrote one episode twice, and an error episode retried on resume:
+    the last record of each counts, the others are reported, never counted."""
+    recs = [ep("a", 0, False, 0.0, 3), ep("a", 0, False, 0.0, 3),
+            ep("b", 0, False, 0.0, 1, status="error"), ep("b", 0, True, 1.0, 4)]
+    m = compute_metrics(recs)
+    assert m["n_episodes"] == 2 and m["success_rate"] == 0.5 and m["n_errors"] == 0
+    assert m["duplicate_records"] == 1 and m["retried_records"] == 1
+    assert m["success_rate_ci95"] == list(wilson_ci(1, 2))
+
+
+def test_memory_cost_and_invalid_replies_come_from_the_records():
+    a, b = ep("a", 0, True, 1.0, 4), ep("b", 0, False, 0.5, 6)
+    a["memory_cost"] = {"calls": 4, "entries": 8, "words": 40,
+                        "usage": {"rerank": {"calls": 1, "prompt_tokens": 30}},
+                        "fallbacks": {"json_invalid": 1}}
+    b["memory_cost"] = {"calls": 6, "entries": 4, "words": 60}
+    a["invalid_replies"], b["invalid_replies"] = 1, 4
+    # a learning run's update cost: the last record carrying it per (agent, run, update) counts
+    b["update"] = 0
+    b["update_cost"] = {"usage": {"insights": {"completion_tokens": 7}}}
+    retried = dict(b, update_cost={"usage": {"insights": {"completion_tokens": 5}}})
+    m = compute_metrics([a, b, retried])
+    assert m["retrieval_calls"] == 10
+    assert m["avg_mem_entries"] == pytest.approx(12 / 10)
+    assert m["mem_words_per_call"] == pytest.approx(100 / 10)
+    assert m["memory_tokens"] == 30 + 5
+    assert m["eval_memory_usage"] == {"rerank": {"calls": 1, "prompt_tokens": 30},
+                                      "insights": {"completion_tokens": 5}}
+    assert m["eval_memory_fallbacks"] == {"json_invalid": 1}
+    assert m["invalid_reply_rate"] == pytest.approx(5 / 10)

@@ -4,7 +4,16 @@ Up to ``concurrency`` episodes are stepped in lockstep: at every step the runner
 decision (a chat request) per active episode and makes a single ``policy.decide`` call for all
 of them (one padded HF batch, a vLLM batch, concurrent HTTP requests). When an episode ends
 its slot is refilled from the queue. An episode whose env raises (crash, timeout, bad state)
-ends with status ``error`` and its error text; the other episodes go on.
+ends with status ``error`` and its error text; the other episodes go on. So does an episode
+whose model request got no answer (fallback ``request_failed``: the server is down or timed
+out after its retries); after ``max_failed_batches`` consecutive steps in which every request
+failed, the run stops with :class:`~memarena.core.ServerUnreachableError` (the episodes that
+ended so are on disk with status ``error``, and a resume retries them).
+
+Per episode the runner also counts the replies the agent could not act on
+(``Outcome.invalid_replies``: a constrained answer outside its choices, an empty reply, an
+action the env reports as ``invalid_action`` / ``parse_error``) and what the memory's
+retrievals cost (:class:`~memarena.core.costs.MemoryCost`).
 
 The decision-maker is a :class:`~memarena.agent.policy.Policy` (an LLM over a backbone, or the
 env's expert); the runner hands it one :class:`~memarena.agent.policy.Decision` per active
@@ -30,6 +39,7 @@ from memarena.agent.parse import parse_action
 from memarena.agent.policy import Decision, Policy
 from memarena.agent.prompts import build_messages
 from memarena.core import (
+    REQUEST_FAILED,
     ChatRequest,
     Completion,
     Env,
@@ -39,12 +49,19 @@ from memarena.core import (
     MemoryQuery,
     Observation,
     Outcome,
+    ServerUnreachableError,
     Step,
     Task,
     Trajectory,
 )
+from memarena.core.costs import MemoryCost, add_into, counters, difference
 
 log = logging.getLogger(__name__)
+
+# env feedback labels that mean the env could not read the agent's action
+UNREADABLE = frozenset({"invalid_action", "parse_error"})
+# completion fallbacks of a reply that broke its constraint (not among the choices)
+BROKEN = frozenset({"choice_invalid", "choice_unmatched", "json_invalid"})
 
 
 @dataclass
@@ -56,6 +73,7 @@ class RunnerSettings:
     temperature: float = 0.0
     max_tokens: int = 48
     seed: int = 0
+    max_failed_batches: int = 3  # consecutive all-failed steps before the run stops
 
     def __post_init__(self) -> None:
         if self.action_mode not in ("choice", "free"):
@@ -64,6 +82,10 @@ class RunnerSettings:
             )
         if self.concurrency < 1:
             raise ValueError(f"protocol.concurrency must be >= 1, not {self.concurrency}")
+        if self.max_failed_batches < 1:
+            raise ValueError(
+                f"protocol.max_failed_batches must be >= 1, not {self.max_failed_batches}"
+            )
 
 
 @dataclass
@@ -73,6 +95,7 @@ class EpisodeResult:
     wall_s: float
     order: int  # position of the task in the input list
     details: dict | None = None  # the episode's optional details() at its end
+    memory_cost: dict | None = None  # MemoryCost.to_json() of its retrievals
 
 
 @dataclass
@@ -87,6 +110,8 @@ class _Live:
     progress: float = 0.0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    invalid_replies: int = 0
+    cost: MemoryCost = field(default_factory=MemoryCost)
     started: float = field(default_factory=time.perf_counter)
     status: str = "failure"
     success: bool = False
@@ -121,6 +146,9 @@ class EpisodeRunner:
         self.retrieve = retrieve  # False: the memory is not read (a method that does not read
         # its memory while acquiring); episodes see no memory slots
         self._runs: list[int] | None = None
+        self._failed_batches = 0  # consecutive steps in which every request failed
+        # what this runner's retrievals added to the memory's counters (see core.costs)
+        self.retrieval_spent: dict = {}
 
     # --------------------------------------------------------------------------------------
     def run(
@@ -169,6 +197,8 @@ class EpisodeRunner:
                 for ended in self._step_all(live):
                     live.remove(ended)
                     finish(self._finish(ended))
+                if self._failed_batches >= self.s.max_failed_batches:
+                    raise ServerUnreachableError(self._unreachable(results))
         finally:
             for item in live:
                 self._close(item.episode)
@@ -186,7 +216,7 @@ class EpisodeRunner:
             run = self._runs[order] if self._runs is not None else self.run_index
             live = _Live(order, task, episode, obs, Trajectory(task, obs.text), run, started=t0)
             if self.retrieve:
-                live.memory = self.memory.retrieve(MemoryQuery(task=task, observation=obs))
+                self._retrieve(live, MemoryQuery(task=task, observation=obs))
             live.trajectory.memory_ids = list(live.memory.memory_ids)
             return live
         except Exception as exc:  # env failed to start: record and go on
@@ -208,7 +238,7 @@ class EpisodeRunner:
                 history=item.trajectory.steps,
                 progress=item.progress,
             )
-            item.memory = self.memory.retrieve(query)
+            self._retrieve(item, query)
             for mid in item.memory.memory_ids:
                 if mid not in item.trajectory.memory_ids:
                     item.trajectory.memory_ids.append(mid)
@@ -236,6 +266,14 @@ class EpisodeRunner:
         )
         return Decision(request, item.episode, key)
 
+    def _retrieve(self, item: _Live, query: MemoryQuery) -> None:
+        """Ask the memory, counting what it showed and what answering cost."""
+        before = counters(self.memory)
+        item.memory = self.memory.retrieve(query)
+        spent = difference(counters(self.memory), before)
+        item.cost.add(item.memory.memory_ids, item.memory.slots, spent)
+        add_into(self.retrieval_spent, spent)
+
     def _step_all(self, live: list[_Live]) -> list[_Live]:
         """One lockstep: a request per live episode, one batched call, one env step each."""
         ended: list[_Live] = []
@@ -249,9 +287,16 @@ class EpisodeRunner:
                 self._fail(item, exc)
                 ended.append(item)
         completions = self.policy.decide(decisions) if decisions else []
+        failed = [c.fallback == REQUEST_FAILED for c in completions]
+        if failed:
+            self._failed_batches = self._failed_batches + 1 if all(failed) else 0
         for item, decision, completion in zip(asking, decisions, completions, strict=True):
             item.prompt_tokens += completion.prompt_tokens
             item.completion_tokens += completion.completion_tokens
+            if completion.fallback == REQUEST_FAILED:
+                self._fail(item, RequestFailed(completion.error or "no answer"))
+                ended.append(item)
+                continue
             try:
                 action = self._action(item, decision.request, completion)
                 result = item.episode.step(action)
@@ -259,6 +304,7 @@ class EpisodeRunner:
                 self._fail(item, exc)
                 ended.append(item)
                 continue
+            item.invalid_replies += _unreadable(completion, action, result)
             item.trajectory.steps.append(
                 Step(
                     action=action,
@@ -293,6 +339,17 @@ class EpisodeRunner:
             return parsed
         return parse_action(completion.text, item.observation.admissible_actions)
 
+    def _unreachable(self, results: list[EpisodeResult]) -> str:
+        last = next((r.outcome.error for r in reversed(results) if r.outcome.error), "")
+        return (
+            f"memarena: the agent's model ({self.policy.name}) answered none of the requests of "
+            f"{self._failed_batches} steps in a row; the server is down or unreachable "
+            f"(last error: {last[:300]}). The episodes that ended so are recorded with status "
+            "error and a rerun retries them (protocol.retry_errors). Start the server or fix "
+            "backbone.base_url, then rerun the same command; protocol.max_failed_batches sets "
+            "how many such steps end a run."
+        )
+
     def _fail(self, item: _Live, exc: BaseException) -> None:
         log.warning(
             "episode %s failed at step %d: %s", item.task.id, len(item.trajectory.steps), exc
@@ -312,6 +369,7 @@ class EpisodeRunner:
             error=item.error,
             prompt_tokens=item.prompt_tokens,
             completion_tokens=item.completion_tokens,
+            invalid_replies=item.invalid_replies,
         )
         return EpisodeResult(
             item.trajectory,
@@ -319,6 +377,7 @@ class EpisodeRunner:
             time.perf_counter() - item.started,
             item.order,
             details=details,
+            memory_cost=item.cost.to_json(),
         )
 
     @staticmethod
@@ -338,7 +397,19 @@ class EpisodeRunner:
             log.warning("closing an episode failed: %s", exc)
 
 
+class RequestFailed(Exception):
+    """The model request of a step got no answer (its text says why)."""
+
+
+def _unreadable(completion: Completion, action: str, result) -> int:
+    """1 when the agent's reply could not be acted on (see the module docstring)."""
+    label = result.feedback.failure_label
+    return int(completion.fallback in BROKEN or not action.strip() or label in UNREADABLE)
+
+
 def _error_text(exc: BaseException) -> str:
+    if isinstance(exc, RequestFailed):
+        return f"LLM request failed: {exc}"
     tb = traceback.extract_tb(exc.__traceback__)
     where = f" (at {tb[-1].filename.rsplit('/', 1)[-1]}:{tb[-1].lineno})" if tb else ""
     return f"{type(exc).__name__}: {exc}{where}"

@@ -3,8 +3,13 @@
 :mod:`~memarena.core.protocols` (LLM backbones, embedders)."""
 
 from memarena.core.env import DEFAULT_MAX_TOKENS, Env, EnvPrompt, Episode
-from memarena.core.errors import ConfigError, MemarenaError, MemoryFrozenError
-from memarena.core.llm_types import ChatRequest, Completion, Message
+from memarena.core.errors import (
+    ConfigError,
+    MemarenaError,
+    MemoryFrozenError,
+    ServerUnreachableError,
+)
+from memarena.core.llm_types import REQUEST_FAILED, ChatRequest, Completion, Message
 from memarena.core.memory import MemoryMethod, MemoryServices
 from memarena.core.protocols import Backbone, Embedder
 from memarena.core.types import (
@@ -24,6 +29,7 @@ from memarena.core.types import (
 __all__ = [
     "DEFAULT_MAX_TOKENS",
     "EPISODE_STATUSES",
+    "REQUEST_FAILED",
     "Backbone",
     "ChatRequest",
     "Completion",
@@ -42,6 +48,7 @@ __all__ = [
     "Message",
     "Observation",
     "Outcome",
+    "ServerUnreachableError",
     "Step",
     "StepResult",
     "Task",

@@ -13,3 +13,8 @@ class ConfigError(MemarenaError):
 
 class MemoryFrozenError(MemarenaError):
     """``observe`` was called on a frozen memory."""
+
+
+class ServerUnreachableError(MemarenaError):
+    """Every request of several consecutive batches failed: the LLM server is down or
+    unreachable (``protocol.max_failed_batches``)."""

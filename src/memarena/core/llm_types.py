@@ -10,6 +10,10 @@ from typing import Any
 Message = dict[str, str]  # {"role": "system"|"user"|"assistant", "content": "..."}
 
 
+# the fallback of a request that got no answer (server down, timeouts after the retries)
+REQUEST_FAILED = "request_failed"
+
+
 @dataclass
 class ChatRequest:
     """One chat request inside a batch.
@@ -54,8 +58,10 @@ class Completion:
     cached: bool = False
     # index into request.choices when the request was a constrained choice
     choice_index: int | None = None
-    # set when the backbone could not honour a constraint and fell back (counted in usage)
+    # set when the backbone could not honour a constraint and fell back (counted in usage);
+    # REQUEST_FAILED: the request never got an answer (``error`` says why; never cached)
     fallback: str | None = None
+    error: str | None = None
 
     @property
     def tokens(self) -> int:

@@ -49,11 +49,16 @@ Snapshot
     only). Loading a snapshot must give a memory that answers exactly as the saved one did.
 
 Metrics and token accounting
-    :meth:`metrics` adds method numbers to ``metrics.json``; :meth:`count_retrieval` keeps
-    ``retrieval_calls`` / ``avg_mem_entries`` (see :meth:`retrieval_metrics`). A method that
-    calls an LLM counts its tokens per purpose in ``token_usage`` (``memarena.memory.
-    llm_calls.add_usage`` does it); :meth:`own_tokens` sums them and the pipeline reports the
-    evaluation-time share as ``memory_tokens``.
+    :meth:`metrics` adds numbers about the memory's state to ``metrics.json`` (sizes, what
+    it decided); :meth:`size` is the number of entries it holds (a memory of size 0 is flagged
+    as degenerate). A method that calls an LLM counts its tokens per purpose in
+    ``token_usage`` (``memarena.memory.llm_calls.add_usage`` does it) and its malformed
+    answers in ``fallbacks``, and keeps both in its snapshot. The pipeline measures what each
+    retrieval and each learning update adds to them and stores it with the episode records
+    (:mod:`memarena.core.costs`), so the cost metrics (``retrieval_calls``,
+    ``avg_mem_entries``, ``mem_words_per_call``, ``memory_tokens``, ``memory_token_usage``,
+    ``memory_fallbacks``) come from the records on disk and survive a resume; a method never
+    reports process counters itself.
 
 LLM output
     Use the memory LLM (``self.services.llm``) with constrained requests (choices or a JSON
@@ -156,7 +161,7 @@ class MemoryMethod:
         self.phase = "acquire"
         # {purpose: {calls, prompt_tokens, completion_tokens, ...}} of the method's own LLM calls
         self.token_usage: dict[str, dict[str, int]] = {}
-        self._calls = self._entries = 0  # retrievals and entries shown, since freeze()
+        self.fallbacks: dict[str, int] = {}  # malformed LLM answers by kind
 
     # -- acquisition ---------------------------------------------------------------------------
     def begin_phase(self, phase: str) -> None:
@@ -203,8 +208,7 @@ class MemoryMethod:
             raise ConfigError(f"memory '{self.name}' has no evaluation view {view!r}")
 
     def freeze(self) -> None:
-        """Stop learning (frozen evaluation); the retrieval counters restart here."""
-        self._calls = self._entries = 0
+        """Stop learning (frozen evaluation)."""
         self.frozen = True
 
     def reflect(
@@ -222,22 +226,15 @@ class MemoryMethod:
         return None
 
     # -- metrics and tokens --------------------------------------------------------------------
-    def count_retrieval(self, context: MemoryContext) -> None:
-        """Count one retrieval call and the entries it showed (for :meth:`retrieval_metrics`)."""
-        self._calls += 1
-        self._entries += len(context.memory_ids)
-
-    def retrieval_metrics(self) -> dict[str, float]:
-        """``retrieval_calls`` and ``avg_mem_entries`` (entries shown per call) since freeze."""
-        return {
-            "retrieval_calls": self._calls,
-            "avg_mem_entries": self._entries / max(self._calls, 1),
-        }
-
-    def metrics(self) -> dict[str, float]:
-        """Method-specific numbers added to ``metrics.json`` after evaluation (memory size,
-        retrieved entries per call ...); none by default."""
+    def metrics(self) -> dict[str, Any]:
+        """Numbers about the memory's state added to ``metrics.json`` after evaluation (sizes,
+        decisions made); none by default. Costs are not reported here (see the module
+        docstring)."""
         return {}
+
+    def size(self) -> int | None:
+        """How many entries the memory holds (None: nothing countable, e.g. ``none``)."""
+        return None
 
     def own_tokens(self) -> int:
         """Tokens of the method's own LLM calls so far (prompt + completion, summed over
@@ -260,14 +257,22 @@ class MemoryMethod:
         path = directory / SNAPSHOT_FILE
         if not path.exists():
             raise ConfigError(f"no memory snapshot at {path}; run acquisition first")
-        blob = json.loads(path.read_text())
+        try:
+            blob = json.loads(path.read_text())
+            state = blob["state"]
+        except (ValueError, KeyError, TypeError) as err:
+            raise ConfigError(
+                f"memarena: the memory snapshot {path} is corrupt ({type(err).__name__}: "
+                f"{err}). Delete {directory} to rebuild it from acquisition.jsonl (no episode "
+                "is rerun), or start over with protocol.resume=false."
+            ) from None
         if blob.get("method") != self.name or blob.get("schema_version") != self.schema_version:
             raise ConfigError(
                 f"snapshot {path} was written by method={blob.get('method')} schema "
                 f"v{blob.get('schema_version')}; this is method={self.name} "
                 f"v{self.schema_version}. Use a fresh results dir or the matching method."
             )
-        self.load_state_dict(blob["state"])
+        self.load_state_dict(state)
 
     def state_dict(self) -> dict[str, Any]:
         """The memory as JSON values (see :meth:`save`)."""

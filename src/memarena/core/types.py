@@ -108,6 +108,9 @@ class Outcome:
     error: str | None = None
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # replies the agent could not act on: a constrained answer outside its choices, an empty
+    # reply, or an action the env could not read (feedback ``invalid_action`` / ``parse_error``)
+    invalid_replies: int = 0
 
     @property
     def tokens(self) -> int:

@@ -5,7 +5,8 @@ engine in one ``_generate`` call, checks the constraints the engine was asked to
 (a choice must be one of ``choices``; a JSON output must match its schema), stores the fresh
 completions and counts everything in ``usage``: tokens of every request (cache hits included,
 so a replayed run reports the same numbers), hits, misses and fallbacks. Each fallback kind is
-logged once per backbone; all of them are counted.
+logged once per backbone; all of them are counted. A completion with fallback
+``request_failed`` (no answer from the engine) is never stored in the cache.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from memarena.core.llm_types import ChatRequest, Completion
+from memarena.core.llm_types import REQUEST_FAILED, ChatRequest, Completion
 from memarena.core.types import Usage
 from memarena.llm.cache import CallCache
 
@@ -87,6 +88,8 @@ class BackboneBase(ABC):
         return results
 
     def _store(self, fresh: dict[str, Completion]) -> None:
+        # a request that got no answer is asked again on a rerun, never replayed from the cache
+        fresh = {k: c for k, c in fresh.items() if c.fallback != REQUEST_FAILED}
         if self.cache is None or not fresh:
             return
         try:

@@ -6,9 +6,11 @@ exponential backoff (``backoff_s * 2**attempt``, or the server's ``Retry-After``
 on rate limits (429), timeouts, connection errors and 5xx answers, ``max_retries`` times.
 
 Failures: a request that still fails after its retries (or gets a non-retryable 4xx) becomes a
-``Completion`` with empty text and ``fallback="request_failed"``; ``generate`` never raises
-for one bad request, the run goes on (the agent treats the empty answer as an invalid action)
-and ``usage.json`` counts them. The first failure of each kind is logged with the server's
+``Completion`` with empty text, ``fallback="request_failed"`` and ``error`` (what failed);
+``generate`` never raises for one bad request. The agent's episode that asked ends with status
+``error`` and that text (the runner stops the run after ``protocol.max_failed_batches``
+consecutive batches in which every request failed), a memory call counts a fallback, and
+``usage.json`` counts them. The first failure of each kind is logged with the server's
 message, and a batch in which *every* request failed to connect is logged as an error naming
 the URL. Such completions are not written to the call cache, so a rerun asks again. The one
 exception is a rejected API key (401/403): every later request would fail the same way, so it
@@ -56,7 +58,7 @@ from pathlib import Path
 from typing import Any
 
 from memarena.core.errors import ConfigError
-from memarena.core.llm_types import ChatRequest, Completion
+from memarena.core.llm_types import REQUEST_FAILED, ChatRequest, Completion
 from memarena.llm.base import BackboneBase, json_matches_schema, plain
 
 log = logging.getLogger(__name__)
@@ -64,7 +66,6 @@ log = logging.getLogger(__name__)
 STRUCTURED_MODES = ("vllm", "vllm_guided", "openai", "json_object", "none")
 OPENAI_URL = "https://api.openai.com/v1"
 DUMMY_KEY = "EMPTY"  # what key-less local servers are sent
-REQUEST_FAILED = "request_failed"
 MAX_STOP = 4  # the OpenAI API accepts at most 4 stop strings; the rest are applied here
 _RETRY_STATUS = {408, 409, 429}
 
@@ -402,7 +403,13 @@ class OpenAIBackbone(BackboneBase):
         for result in results:
             if isinstance(result, _Failure):
                 failures.append(result)
-                completions.append(Completion(text="", fallback=REQUEST_FAILED))
+                completions.append(
+                    Completion(
+                        text="",
+                        fallback=REQUEST_FAILED,
+                        error=f"{result.kind}: {result.detail[:300]}",
+                    )
+                )
             else:
                 completions.append(result)
         for failure in failures:
@@ -420,8 +427,8 @@ class OpenAIBackbone(BackboneBase):
                 )
         if failures and len(failures) == len(requests) and all(f.connect for f in failures):
             log.error(
-                "%s: none of %d requests reached %s (is the server up?); the run goes on with "
-                "fallback %r answers",
+                "%s: none of %d requests reached %s (is the server up?); they are answered "
+                "with fallback %r",
                 self.name,
                 len(requests),
                 self.base_url,
@@ -495,10 +502,6 @@ class OpenAIBackbone(BackboneBase):
         )
 
     # -- cache and shutdown ----------------------------------------------------------------
-    def _store(self, fresh: dict[str, Completion]) -> None:
-        # a failed request is asked again on a rerun, never replayed from the cache
-        super()._store({k: c for k, c in fresh.items() if c.fallback != REQUEST_FAILED})
-
     def close(self) -> None:
         loop, client = self._loop, self._client
         self._loop, self._client = None, None

@@ -20,10 +20,11 @@ def clip_text(text: str, limit: int) -> str:
 
 
 def add_usage(usage: dict[str, int] | None, completions: Sequence[Completion]) -> None:
-    """Count one LLM call and its completions' tokens into a per-purpose usage entry."""
+    """Count one LLM call, its requests and their tokens into a per-purpose usage entry."""
     if usage is None or not completions:
         return
     usage["calls"] = usage.get("calls", 0) + 1
+    usage["requests"] = usage.get("requests", 0) + len(completions)
     usage["prompt_tokens"] = usage.get("prompt_tokens", 0) + sum(
         c.prompt_tokens for c in completions
     )

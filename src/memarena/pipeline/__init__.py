@@ -28,6 +28,7 @@ from memarena.pipeline.protocol import ProtocolSettings
 from memarena.pipeline.summarize import acquisition_cost, metrics_of, usage_of
 from memarena.pipeline.tasks import cap_tasks, chunks
 from memarena.results import store as files
+from memarena.results.records import latest
 
 __all__ = [
     "Parts",
@@ -64,14 +65,16 @@ def run(
     parts = build(cfg, choices, overrides)
     logger = build_part(cfg.logger)
     acting: Policy = parts.policy
+    outcome = "interrupted"
     try:
         if parts.memory.acquisition_policy == "expert":
             acting = ExpertPolicy(epsilon=0.0, seed=cfg.seed, name="scripted-expert-eps0")
         acquire(parts, acting)
         if parts.protocol.freeze_during_eval:
             parts.memory.freeze()
-        records = evaluate(parts)
-        metrics = metrics_of(parts, cfg, records, time.perf_counter() - t0)
+        written = evaluate(parts)
+        records = latest(written)
+        metrics = metrics_of(parts, cfg, written)
         parts.store.write_json(files.METRICS, metrics)
         parts.store.write_json(files.USAGE, usage_of(parts, acting))
         group = "/".join([cfg.experiment_name, cfg.env.name, cfg.method.name, cfg.backbone.name])
@@ -85,8 +88,13 @@ def run(
         logger.log_metrics(metrics)
         logger.log_episodes([_summary(r) for r in records])
         log.info("results in %s", parts.store.dir)
+        outcome = "finished"
         return metrics
+    except Exception as exc:
+        outcome = f"{type(exc).__name__}: {exc}"[:500]
+        raise
     finally:
+        parts.store.end_invocation(time.perf_counter() - t0, outcome)
         logger.finish()
         close_parts(parts, *([acting] if acting is not parts.policy else []))
 

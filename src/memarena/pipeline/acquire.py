@@ -14,8 +14,14 @@ ended, so every episode of chunk k saw the memory as the chunks before k left it
 of chunk k+1 exists only once chunk k is complete. On resume the memory is rebuilt from the
 records chunk by chunk without rerunning an episode (memory-side LLM calls come from the call
 cache), the missing samples of a part-done chunk run against the same memory its finished ones
-saw, and the updates are exactly those of an uninterrupted run. The snapshot is written to
-``memory/`` and marked complete; a later resume loads it.
+saw, and the updates are exactly those of an uninterrupted run. With ``protocol.retry_errors`` the
+episodes that ended with status error are run again (see
+:func:`~memarena.pipeline.tasks.drop_errors`); once the snapshot exists acquisition is over.
+
+The snapshot is written to ``memory/`` and marked complete with the checksum of
+``memory.json``, the memory's size and what acquisition cost the memory's own LLM
+(``memory_usage`` / ``memory_fallbacks``, from the records and the replayed updates, so the
+same for a resumed run); a later resume verifies and loads it.
 """
 
 from __future__ import annotations
@@ -25,10 +31,12 @@ from dataclasses import replace
 
 from memarena.agent import EpisodeRunner, Policy
 from memarena.core import Task
+from memarena.core.costs import add_into, counters, difference
 from memarena.pipeline.build import Parts
-from memarena.pipeline.tasks import cap_tasks, chunks
+from memarena.pipeline.tasks import cap_tasks, chunks, drop_errors
 from memarena.results import store as files
 from memarena.results.records import EpisodeRecord
+from memarena.results.store import verify_snapshot
 
 log = logging.getLogger(__name__)
 
@@ -59,13 +67,21 @@ def acquire(parts: Parts, policy: Policy) -> None:
         return
     if store.snapshot_complete():
         log.info("memory snapshot found in %s; skipping acquisition", store.memory_dir)
+        verify_snapshot(store.memory_dir)
         memory.load(store.memory_dir)
         return
     tasks = cap_tasks(parts.env.tasks(protocol.train_split), protocol.max_train_tasks)
     n = max(1, int(memory.acquisition_samples))
     reads = memory.retrieves_during_acquisition
     unit = protocol.update_every if reads else max(1, int(memory.acquisition_observe_tasks))
+    task_chunks = chunks(tasks, unit)
     done = complete_groups(store.read_records(files.ACQUISITION), n)
+    if protocol.retry_errors:
+        failed = {t for t, group in done.items() if any(r.status == "error" for r in group)}
+        done = drop_errors(done, failed, task_chunks, sequential=reads)
+        if failed:
+            log.info("retrying %d acquisition task(s) that ended with an error", len(failed))
+    start = counters(memory)
     settings = parts.settings
     if memory.acquisition_temperature is not None:
         settings = replace(settings, temperature=float(memory.acquisition_temperature))
@@ -74,13 +90,26 @@ def acquire(parts: Parts, policy: Policy) -> None:
         "acquisition: %d train tasks x %d sample(s), %d per memory update (%d tasks done)",
         len(tasks), n, unit, sum(t.id in done for t in tasks),
     )  # fmt: skip
-    for k, chunk in enumerate(chunks(tasks, unit)):
+    for k, chunk in enumerate(task_chunks):
         todo = [t for t in chunk if t.id not in done]
         if todo:
             _run_samples(runner, todo, n, k, done, parts)
         memory.observe_groups([[r.pair() for r in done[t.id]] for t in chunk])
     memory.save(store.memory_dir)
-    store.mark_snapshot_complete({"n_train_tasks": len(tasks), "method": memory.name})
+    # the updates' cost (replayed on resume, so complete) plus every episode's retrievals
+    spent = difference(difference(counters(memory), start), runner.retrieval_spent)
+    for t in tasks:
+        for rec in done[t.id]:
+            cost = rec.memory_cost or {}
+            add_into(spent, {"usage": cost.get("usage"), "fallbacks": cost.get("fallbacks")})
+    info = {
+        "n_train_tasks": len(tasks),
+        "method": memory.name,
+        "memory_size": memory.size(),
+        "memory_usage": spent.get("usage", {}),
+        "memory_fallbacks": spent.get("fallbacks", {}),
+    }
+    store.mark_snapshot_complete(info)
 
 
 def _run_samples(
@@ -110,5 +139,6 @@ def _record(result, pairs, update: int) -> EpisodeRecord:
         run=pairs[result.order][1],
         wall_s=result.wall_s,
         details=result.details,
+        memory_cost=result.memory_cost,
         update=update,
     )

@@ -7,9 +7,11 @@ misspelled key never costs a model load or an env set-up. Parts are built with
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +21,11 @@ from omegaconf import DictConfig, OmegaConf
 
 from memarena.agent import LLMPolicy, Policy, RunnerSettings, as_policy
 from memarena.core import Backbone, ConfigError, Env, MemarenaError, MemoryMethod, MemoryServices
+from memarena.pipeline.identity import config_identity, run_info
 from memarena.pipeline.protocol import ProtocolSettings
 from memarena.pipeline.validate import validate
 from memarena.results import store as files
-from memarena.results.store import RunStore, run_dir_for
+from memarena.results.store import RunStore, run_dir_for, verify_snapshot
 
 log = logging.getLogger(__name__)
 
@@ -40,9 +43,8 @@ class Parts:
     protocol: ProtocolSettings
     store: RunStore
     snapshot_from: Path | None = None
-    # the method's own LLM tokens during evaluation (summed over runs; a learning memory is
-    # reloaded from the snapshot before each run, which also resets its counters)
-    eval_memory_tokens: int = 0
+    # what the run holds until it ends (the run directory's lock)
+    holding: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
 
 
 def run_dir(cfg: DictConfig, experiment: str | None = None, ablation: Any = "same") -> Path:
@@ -103,6 +105,7 @@ def snapshot_source(cfg: DictConfig, value: str | None) -> Path | None:
     base = Path(text).expanduser() if "/" in text else run_dir(cfg, text, ablation=None)
     for folder in (base / files.MEMORY_DIR, base):
         if (folder / files.SNAPSHOT_DONE).exists():
+            verify_snapshot(folder)
             return folder
     what = f"experiment {text!r}" if "/" not in text else "the folder"
     raise ConfigError(
@@ -149,12 +152,18 @@ def build(
     # a method without memory (none, icl) has no snapshot to start from
     snapshot = snapshot_source(cfg, protocol.snapshot_from) if memory.learns else None
     store = RunStore(run_dir(cfg))
-    if not protocol.resume:
-        store.clear()
-    store.check_update_every(protocol.update_every)
-    store.write_text(files.CONFIG, OmegaConf.to_yaml(cfg, resolve=True))
-    env: Env = build_part(cfg.env)
-    policy = agent["policy"] = as_policy(build_part(cfg.backbone))
+    holding = contextlib.ExitStack()
+    holding.enter_context(store.lock())  # released when the run ends (close_parts)
+    try:
+        if not protocol.resume:
+            store.clear()
+        store.check_identity(config_identity(cfg), OmegaConf.to_yaml(cfg, resolve=True))
+        store.begin_invocation(run_info(time.time()))
+        env: Env = build_part(cfg.env)
+        policy = agent["policy"] = as_policy(build_part(cfg.backbone))
+    except BaseException:
+        holding.close()
+        raise
     settings = RunnerSettings(
         concurrency=protocol.concurrency,
         step_budget=protocol.step_budget or env.step_budget,
@@ -163,8 +172,11 @@ def build(
         temperature=protocol.temperature,
         max_tokens=protocol.max_tokens or env.max_tokens,
         seed=cfg.seed,
+        max_failed_batches=protocol.max_failed_batches,
     )
-    return Parts(env, policy, memory, services, settings, protocol, store, snapshot)
+    parts = Parts(env, policy, memory, services, settings, protocol, store, snapshot)
+    parts.holding = holding
+    return parts
 
 
 def close_parts(parts: Parts, *others: Policy) -> None:
@@ -182,3 +194,4 @@ def close_parts(parts: Parts, *others: Policy) -> None:
             close()
         except Exception as exc:
             log.warning("closing failed: %s", exc)
+    parts.holding.close()

@@ -5,7 +5,12 @@ evaluation view (MemCo: each agent's local memory + the global memory; other met
 view). With a frozen memory, ``protocol.concurrency`` episodes are stepped in lockstep and each
 episode is appended to ``episodes.jsonl`` as it ends; a memory that keeps learning runs as
 described in :mod:`memarena.pipeline.learning`, and its memory at the end of each run is saved
-to ``memory_final/[<view>/]run<k>/``. Finished episodes are kept on resume.
+to ``memory_final/[<view>/]run<k>/``. Finished episodes are kept on resume; with
+``protocol.retry_errors`` those that ended with status error run again (a learning run also
+reruns the chunks after the first one holding an error, see
+:func:`~memarena.pipeline.tasks.drop_errors`). The records returned are every record of this
+evaluation as written, superseded copies included: the metrics keep the last of each episode
+and report the rest.
 """
 
 from __future__ import annotations
@@ -19,13 +24,13 @@ from memarena.pipeline.build import Parts
 from memarena.pipeline.learning import LearningRun
 from memarena.pipeline.tasks import cap_tasks
 from memarena.results import store as files
-from memarena.results.records import EpisodeRecord
+from memarena.results.records import EpisodeRecord, latest
 
 log = logging.getLogger(__name__)
 
 
 def evaluate(parts: Parts) -> list[EpisodeRecord]:
-    """Run what is missing and return this evaluation's records (the last of each episode)."""
+    """Run what is missing and return this evaluation's records (see the module docstring)."""
     memory, store, protocol = parts.memory, parts.store, parts.protocol
     tasks = cap_tasks(parts.env.tasks(protocol.eval_split), protocol.max_eval_tasks)
     if not tasks:
@@ -54,13 +59,13 @@ def evaluate(parts: Parts) -> list[EpisodeRecord]:
             repetition = run // protocol.runs
             if start is not None:  # every learning run starts from the acquired memory
                 memory.load(start)
-            before = memory.own_tokens()  # after the load, which resets the method's counters
             if learning:
                 theirs = [r for r in retries if r.agent == view and r.run == run]
                 LearningRun(parts, run, view, repetition).play(runner, tasks, mine, theirs)
                 _save_final(parts, run, view, len(tasks))
             else:
-                done = {r.task_id for r in mine}
+                retry = protocol.retry_errors
+                done = {r.task_id for r in mine if not (retry and r.status == "error")}
                 runner.run(
                     [t for t in tasks if t.id not in done],
                     on_finish=lambda r, run=run, view=view, rep=repetition: store.append_record(
@@ -71,14 +76,14 @@ def evaluate(parts: Parts) -> list[EpisodeRecord]:
                             run=run,
                             wall_s=r.wall_s,
                             details=r.details,
+                            memory_cost=r.memory_cost,
                             repetition=rep,
                             agent=view,
                         ),  # fmt: skip
                     ),
                 )
-            parts.eval_memory_tokens += memory.own_tokens() - before
     memory.set_view(None)
-    return latest(r for r in store.read_records(files.EPISODES) if r.key in wanted)
+    return [r for r in store.read_records(files.EPISODES) if r.key in wanted]
 
 
 def _save_final(parts: Parts, run: int, view: str | None, n_tasks: int) -> None:
@@ -88,15 +93,6 @@ def _save_final(parts: Parts, run: int, view: str | None, n_tasks: int) -> None:
     parts.memory.save(folder)
     info = {"run": run, "agent": view, "n_eval_tasks": n_tasks, "method": parts.memory.name}
     parts.store.mark_snapshot_complete(info, folder)
-
-
-def latest(records) -> list[EpisodeRecord]:
-    """One record per (agent, run, task): the last one written (a redone episode replaces its
-    part-written chunk's copy), in first-written order."""
-    out: dict[tuple, EpisodeRecord] = {}
-    for rec in records:
-        out[rec.key] = rec
-    return list(out.values())
 
 
 def _start_snapshot(parts: Parts) -> Path | None:

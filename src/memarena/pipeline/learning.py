@@ -13,7 +13,12 @@ A resumed run rebuilds the memory from the done chunks (observing each, then its
 the last record of each wins) and continues with the first chunk not done; the episodes of a
 part-written chunk are kept (they ran against the same memory) and only its missing tasks run.
 So a killed and resumed run makes the same memory updates, and gets the same metrics, as one
-that was never interrupted.
+that was never interrupted. With ``protocol.retry_errors``, a chunk holding an episode that
+ended with status error is run again from that episode on, and every later chunk with it.
+
+What an update costs the memory's own LLM (observing the chunk, reflections and their
+retries) is measured around it and kept on the last record the chunk writes
+(``update_cost``), so cost metrics come from the records, not from this process's counters.
 """
 
 from __future__ import annotations
@@ -23,8 +28,9 @@ from dataclasses import asdict, dataclass
 
 from memarena.agent import EpisodeResult, EpisodeRunner
 from memarena.core import MemoryContext, MemoryMethod, MemoryQuery, Task
+from memarena.core.costs import counters, difference
 from memarena.pipeline.build import Parts
-from memarena.pipeline.tasks import chunks
+from memarena.pipeline.tasks import chunks, drop_errors
 from memarena.results import store as files
 from memarena.results.records import EpisodeRecord
 
@@ -63,9 +69,13 @@ class LearningRun:
         """Replay the done chunks from ``episodes`` / ``retries`` (this run's records), then
         run the rest."""
         have = {r.task_id: r for r in episodes}  # the last record of a task wins
+        task_chunks = chunks(tasks, self.parts.protocol.update_every)
+        if self.parts.protocol.retry_errors:
+            failed = {tid for tid, r in have.items() if r.status == "error"}
+            have = drop_errors(have, failed, task_chunks, sequential=True)
         tried = {(r.task_id, r.attempt or 0): r for r in retries}
         replaying = True
-        for k, chunk in enumerate(chunks(tasks, self.parts.protocol.update_every)):
+        for k, chunk in enumerate(task_chunks):
             if replaying and all(t.id in have for t in chunk):
                 self._replay(chunk, have, tried)
                 continue
@@ -90,8 +100,11 @@ class LearningRun:
         fresh = [self._record(r, update) for r in (runner.run(todo) if todo else [])]
         by_id = {**have, **{r.task_id: r for r in fresh}}
         records = [by_id[t.id] for t in chunk]
+        before = counters(self.parts.memory)
         self.parts.memory.observe_groups([[r.pair()] for r in records])
         self._retries([(r, r.pair()) for r in records if not r.success], update)
+        if fresh:
+            fresh[-1].update_cost = difference(counters(self.parts.memory), before) or None
         for rec in fresh:  # written last: a chunk is done when all its episodes are on disk
             self.parts.store.append_record(files.EPISODES, rec)
 
@@ -102,6 +115,7 @@ class LearningRun:
             run=self.run,
             wall_s=result.wall_s,
             details=result.details,
+            memory_cost=result.memory_cost,
             repetition=self.repetition,
             agent=self.agent,
             update=update,

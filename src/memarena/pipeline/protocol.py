@@ -8,10 +8,14 @@ One knob per meaning:
   acquiring; evaluation with ``freeze_during_eval: false``), how many tasks it sees per memory
   update. 1 = after every task (the papers' online / dynamic settings). Recorded in the run's
   config and in its episode records, so a resumed run replays exactly the original updates.
+
+Every value is checked for its type and range when the config is checked, before any model or
+env is built (``protocol.max_eval_tasks=abc`` ends the run at once with one message).
 """
 
 from __future__ import annotations
 
+import typing
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -38,17 +42,20 @@ class ProtocolSettings:
     max_tokens: int | None = None
     resume: bool = True
     snapshot_from: str | None = None
+    retry_errors: bool = True
+    max_failed_batches: int = 3
 
     def __post_init__(self) -> None:
-        for key in ("concurrency", "update_every", "runs", "repetitions"):
+        hints = typing.get_type_hints(type(self))
+        for f in fields(self):
+            _check_type(f.name, getattr(self, f.name), hints[f.name])
+        for key, low in _MINIMUM.items():
             value = getattr(self, key)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ConfigError(f"memarena: protocol.{key}={value!r} must be an int >= 1.")
-        for key in ("max_train_tasks", "max_eval_tasks"):
-            value = getattr(self, key)
-            if value is not None and (not isinstance(value, int) or value < 0):
+            if value is not None and value < low:
                 raise ConfigError(
-                    f"memarena: protocol.{key}={value!r} must be an int >= 0 or null."
+                    f"memarena: protocol.{key}={value!r} must be >= {low}"
+                    f"{' or null' if key in _NULLABLE else ''}. Fix it on the command line or "
+                    "in conf/protocol/; the run did not start."
                 )
         if self.action_mode not in ACTION_MODES:
             raise ConfigError(
@@ -77,3 +84,39 @@ class ProtocolSettings:
         """Evaluation runs in all: ``repetitions`` x ``runs`` (run r is in repetition
         r // runs)."""
         return self.runs * self.repetitions
+
+
+# the smallest value of each numeric key
+_MINIMUM = {
+    "concurrency": 1,
+    "update_every": 1,
+    "runs": 1,
+    "repetitions": 1,
+    "max_failed_batches": 1,
+    "max_train_tasks": 0,
+    "max_eval_tasks": 0,
+    "step_budget": 1,
+    "history_steps": 0,
+    "max_tokens": 1,
+    "temperature": 0.0,
+}
+_NULLABLE = {f.name for f in fields(ProtocolSettings) if f.default is None}
+_NAMES = {int: "an int", float: "a number", bool: "true or false", str: "a string"}
+
+
+def _check_type(key: str, value: Any, hint: Any) -> None:
+    """A ConfigError unless ``value`` fits the annotation ``hint`` (``X`` or ``X | None``)."""
+    options = typing.get_args(hint) or (hint,)
+    if value is None and type(None) in options:
+        return
+    kind = next(t for t in options if t is not type(None))
+    ok = isinstance(value, kind) and not (kind is not bool and isinstance(value, bool))
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        ok = True
+    if not ok:
+        null = " or null" if type(None) in options else ""
+        raise ConfigError(
+            f"memarena: protocol.{key}={value!r} must be {_NAMES[kind]}{null} (got "
+            f"{type(value).__name__}). Fix it on the command line or in conf/protocol/; the run "
+            "did not start."
+        )

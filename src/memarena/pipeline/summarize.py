@@ -1,53 +1,79 @@
-"""Stage 3: metrics, usage and the logger, from the records on disk."""
+"""Stage 3: metrics and usage, from the records on disk.
+
+``metrics.json`` is a function of what is on disk (the episode records, the snapshot's
+completion marker, the memory the records rebuild), so a resumed run's equals an
+uninterrupted run's, key for key; times and process counters go to ``run_info.json`` and
+``usage.json``. It also says what the run was, so a smoke run never passes for a paper cell:
+``n_tasks``, and ``flags`` naming a ``capped`` task list, a ``non_llm_backbone`` (the scripted
+expert) and a ``degenerate_memory`` (a learning memory that holds nothing, or whose LLM
+answers mostly fell back).
+"""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
 from omegaconf import DictConfig
 
 from memarena.agent import LLMPolicy, Policy
+from memarena.core.costs import add_into, requests, tokens
 from memarena.pipeline.build import Parts
 from memarena.results import store as files
 from memarena.results.metrics import compute_metrics
-from memarena.results.records import EpisodeRecord
+from memarena.results.records import EpisodeRecord, latest
+
+# a learning memory whose LLM answers fell back more often than this is flagged degenerate
+DEGENERATE_FALLBACK_RATE = 0.5
 
 
 def acquisition_cost(
-    records: Sequence[EpisodeRecord], memory_metrics: dict[str, Any]
+    records: Sequence[EpisodeRecord], memory_usage: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     """What building the memory cost, per train task: the agent's requests (one per step) and
-    tokens from ``acquisition.jsonl``, plus the method's own LLM requests and tokens when it
-    reports them (``acquisition_memory_requests`` / ``acquisition_memory_tokens``)."""
+    tokens from ``acquisition.jsonl`` (the last record of each sample), plus the method's own
+    LLM requests and tokens (``memory_usage``, from the snapshot's marker)."""
+    records = latest(records)
     if not records:
         return {}
     tasks = len({r.task_id for r in records})
     agent_requests = sum(int(r.steps) for r in records)
     agent_tokens = sum(int(r.tokens or 0) for r in records)
-    memory_requests = int(memory_metrics.get("acquisition_memory_requests") or 0)
-    memory_tokens = int(memory_metrics.get("acquisition_memory_tokens") or 0)
+    memory_requests, memory_tokens = requests(memory_usage), tokens(memory_usage)
     return {
         "acquisition_tasks": tasks,
         "acquisition_episodes": len(records),
+        "acquisition_errors": sum(r.status == "error" for r in records),
         "acquisition_agent_requests": agent_requests,
         "acquisition_agent_tokens": agent_tokens,
+        "acquisition_memory_requests": memory_requests,
+        "acquisition_memory_tokens": memory_tokens,
         "acquisition_llm_calls_per_task": (agent_requests + memory_requests) / tasks,
         "acquisition_tokens_per_task": (agent_tokens + memory_tokens) / tasks,
     }
 
 
-def metrics_of(parts: Parts, cfg: DictConfig, records: list[EpisodeRecord], wall_s: float):
-    """``metrics.json``: the episode metrics, the method's own numbers, the acquisition cost
-    and what the run was."""
-    metrics = compute_metrics(
-        records,
-        memory_tokens=parts.eval_memory_tokens,
-        runs_per_repetition=parts.protocol.runs,
+def metrics_of(parts: Parts, cfg: DictConfig, records: list[EpisodeRecord]) -> dict[str, Any]:
+    """``metrics.json``: the episode metrics, the memory's state and costs, the acquisition
+    cost and what the run was (see the module docstring)."""
+    memory = parts.memory
+    metrics = compute_metrics(records, runs_per_repetition=parts.protocol.runs)
+    metrics.update(memory.metrics())
+    metrics["memory_size"] = memory.size()
+    acquired = snapshot_info(parts)
+    acquired_usage = acquired.get("memory_usage") or {}
+    total = add_into({"usage": {}, "fallbacks": {}}, {"usage": acquired_usage})
+    add_into(total, {"fallbacks": acquired.get("memory_fallbacks")})
+    add_into(total, {"usage": metrics["eval_memory_usage"]})
+    add_into(total, {"fallbacks": metrics["eval_memory_fallbacks"]})
+    asked = requests(total["usage"])
+    metrics.update(
+        memory_token_usage=total["usage"],
+        memory_fallbacks=dict(sorted(total["fallbacks"].items())),
+        memory_fallback_rate=sum(total["fallbacks"].values()) / asked if asked else 0.0,
     )
-    metrics.update(parts.memory.metrics())
-    acquisition = list(_last_samples(parts.store.read_records(files.ACQUISITION)))
-    metrics.update(acquisition_cost(acquisition, metrics))
+    metrics.update(acquisition_cost(parts.store.read_records(files.ACQUISITION), acquired_usage))
     metrics.update(
         experiment=cfg.experiment_name,
         env=cfg.env.name,
@@ -58,23 +84,44 @@ def metrics_of(parts: Parts, cfg: DictConfig, records: list[EpisodeRecord], wall
         seed=cfg.seed,
         update_every=parts.protocol.update_every,
         report=report_of(cfg),
-        wall_s=round(wall_s, 2),
     )
+    metrics["flags"] = flags_of(parts, metrics)
     return metrics
+
+
+def snapshot_info(parts: Parts) -> dict[str, Any]:
+    """The completion marker of the snapshot evaluation started from ({} when none)."""
+    folder = parts.snapshot_from or parts.store.memory_dir
+    marker = folder / files.SNAPSHOT_DONE
+    if not parts.memory.learns or not marker.is_file():
+        return {}
+    return json.loads(marker.read_text())
+
+
+def flags_of(parts: Parts, metrics: dict[str, Any]) -> list[str]:
+    """What makes this run something other than a full paper cell (see the module
+    docstring); tables and notebooks show them beside ``n_tasks``."""
+    protocol, env, out = parts.protocol, parts.env, []
+    eval_cap, train_cap = protocol.max_eval_tasks, protocol.max_train_tasks
+    if (eval_cap is not None and eval_cap < len(env.tasks(protocol.eval_split))) or (
+        train_cap and train_cap < len(env.tasks(protocol.train_split))
+    ):
+        out.append("capped")
+    if not parts.policy.is_llm:
+        out.append("non_llm_backbone")
+    if parts.memory.learns and (
+        metrics.get("memory_size") == 0
+        or (metrics.get("memory_size") is None and not metrics.get("avg_mem_entries"))
+        or metrics["memory_fallback_rate"] > DEGENERATE_FALLBACK_RATE
+    ):
+        out.append("degenerate_memory")
+    return out
 
 
 def report_of(cfg: DictConfig) -> dict[str, Any]:
     """The paper tables / figures the run's config declares it belongs to (``report``)."""
     node = cfg.get("report") or {}
     return {"paper": node.get("paper"), "tables": [str(t) for t in node.get("tables") or []]}
-
-
-def _last_samples(records: list[EpisodeRecord]):
-    """One acquisition record per (task, sample): the last written."""
-    out: dict[tuple[str, int], EpisodeRecord] = {}
-    for rec in records:
-        out[(rec.task_id, rec.run)] = rec
-    return out.values()
 
 
 def usage_of(parts: Parts, acting: Policy) -> dict[str, Any]:

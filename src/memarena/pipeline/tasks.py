@@ -1,4 +1,5 @@
-"""Task lists: caps that keep every domain, and the chunks a learning memory is updated by."""
+"""Task lists: caps that keep every domain, the chunks a learning memory is updated by, and
+what a resume keeps when it retries error episodes."""
 
 from __future__ import annotations
 
@@ -32,3 +33,25 @@ def chunks(items: Sequence[T], size: int) -> list[list[T]]:
     memory observes one chunk per update; chunk ``k`` is the record's ``update`` index."""
     size = max(1, int(size))
     return [list(items[i : i + size]) for i in range(0, len(items), size)]
+
+
+def drop_errors(
+    done: dict[str, T], failed: set[str], task_chunks: Sequence[Sequence[Task]], sequential: bool
+) -> dict[str, T]:
+    """The finished work a resume keeps when it retries the ``failed`` tasks (episodes that
+    ended with status error; ``protocol.retry_errors``). ``done`` maps task id -> its records.
+
+    When episodes do not depend on one another (a frozen memory, or one not read while
+    acquiring), only the failed tasks are dropped. When later chunks saw a memory that had
+    observed the failed episode (``sequential``), every task after the first chunk holding one
+    is dropped too, so the memory's updates are those of a run where it did not fail."""
+    if not failed:
+        return done
+    drop = set(failed)
+    if sequential:
+        first = next(
+            (k for k, c in enumerate(task_chunks) if any(t.id in failed for t in c)), None
+        )
+        if first is not None:
+            drop |= {t.id for c in task_chunks[first + 1 :] for t in c}
+    return {tid: value for tid, value in done.items() if tid not in drop}

@@ -92,6 +92,8 @@ def validate(cfg: DictConfig, choices: Mapping[str, Any] | None = None,
             f"memarena: {full}{where} is not a key of {owner}.{hint} Valid keys: "
             f"{', '.join(valid) or '(none)'}. Fix or remove it; the run did not start."
         )
+    if "protocol" in cfg:  # types and ranges of the protocol's values
+        ProtocolSettings.from_config(OmegaConf.to_container(cfg.protocol, resolve=True))
 
 
 def _problems(cfg: DictConfig) -> Iterator[tuple[str, str, list[str], str]]:

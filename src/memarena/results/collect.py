@@ -94,7 +94,9 @@ def collect(results_dir: str | Path) -> pd.DataFrame:
     Identification keys come from ``metrics.json`` (written by the pipeline) and, where it
     lacks them, from the directory names. ``variant`` is ``method`` or ``method+ablation``.
     ``report_paper`` / ``report_tables`` hold the paper sections the run's config declared
-    (:func:`membership`; select with :func:`in_report`). Other nested metrics are flattened
+    (:func:`membership`; select with :func:`in_report`); ``flags`` what makes the run other
+    than a full paper cell (``capped``, ``non_llm_backbone``, ``degenerate_memory``, joined
+    by commas; empty for a full run). Other nested metrics are flattened
     (``per_domain/<domain>/success_rate``, ``success_rate_ci95/0``); ``run_dir`` holds the
     run directory.
     """
@@ -127,9 +129,10 @@ def collect(results_dir: str | Path) -> pd.DataFrame:
         if "variant" not in ids:
             no_abl = ids["ablation"] in _NO_ABLATION
             ids["variant"] = ids["method"] if no_abl else f"{ids['method']}+{ids['ablation']}"
-        plain = {k: v for k, v in metrics.items() if k != "report"}
+        plain = {k: v for k, v in metrics.items() if k not in ("report", "flags")}
         values = {k: v for k, v in flatten(plain).items() if k not in ids}
-        rows.append({**ids, **membership(metrics), **values, "run_dir": str(path.parent)})
+        flags = {"flags": ",".join(metrics.get("flags") or [])}
+        rows.append({**ids, **membership(metrics), **flags, **values, "run_dir": str(path.parent)})
     df = pd.DataFrame(rows)
     first = [c for c in (*ID_KEYS, "variant", *REPORT_COLUMNS) if c in df.columns]
     return df[first + [c for c in df.columns if c not in first]]
@@ -155,15 +158,20 @@ def summary_table(
 ) -> pd.DataFrame:
     """Mean and sample std over seeds of each metric, per ``by`` group.
 
-    Columns: ``by``..., ``n_seeds``, ``backbone_is_llm`` (when known), then ``<metric>_mean``
-    and ``<metric>_std`` per metric (std is NaN for a single seed; metrics a run lacks, such
-    as ``avg_at_k`` for k = 1, are left out of its group's mean).
+    Columns: ``by``..., ``n_seeds``, ``n_tasks`` (the fewest test tasks of a seed),
+    ``flags`` (every flag of the group's runs), ``backbone_is_llm`` (when known), then
+    ``<metric>_mean`` and ``<metric>_std`` per metric (std is NaN for a single seed; metrics
+    a run lacks, such as ``avg_at_k`` for k = 1, are left out of its group's mean).
     """
     metrics = list(metrics) if metrics is not None else default_metrics(df)
     _check_columns(df, metrics, "metrics")
     _check_columns(df, by, "group columns")
     groups = df.groupby(list(by), dropna=False, sort=True)
     out = groups.size().rename("n_seeds").to_frame()
+    if "n_tasks" in df.columns:
+        out["n_tasks"] = groups["n_tasks"].min()
+    if "flags" in df.columns:
+        out["flags"] = groups["flags"].agg(_union_flags)
     if "backbone_is_llm" in df.columns and "backbone_is_llm" not in by:
         out["backbone_is_llm"] = groups["backbone_is_llm"].first()
     for m in metrics:
@@ -173,6 +181,11 @@ def summary_table(
         out[f"{m}_mean"] = values.mean()
         out[f"{m}_std"] = values.std(ddof=1)
     return out.reset_index()
+
+
+def _union_flags(values: pd.Series) -> str:
+    found = {f for v in values.dropna() for f in str(v).split(",") if f}
+    return ",".join(sorted(found))
 
 
 def _decimals(x: float, digits: int) -> int:

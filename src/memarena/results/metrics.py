@@ -1,5 +1,12 @@
 """Metrics of one run, computed from its evaluated episode records (``episodes.jsonl`` lines).
 
+Every number here is a function of the records alone, so a resumed run's metrics equal an
+uninterrupted run's. One record counts per episode (agent, run, task): when a key appears more
+than once (a retried error episode, a redone part-written chunk, or two processes that wrote
+into one folder before the run lock existed), the last one written counts and the others are
+reported as ``retried_records`` (the superseded copy ended with status error) or
+``duplicate_records`` (anything else); they are never counted twice.
+
 Definitions (every evaluated episode counts, errors included, as a failure):
 
 - ``success_rate``: successful episodes / episodes; ``success_rate_ci95``: its Wilson score
@@ -7,7 +14,16 @@ Definitions (every evaluated episode counts, errors included, as a failure):
 - ``progress_rate``: mean progress in [0, 1]; ``avg_steps``: mean steps;
 - ``n_errors`` / ``error_rate``: episodes with status ``error``;
 - ``tokens_per_task``: (agent tokens of all episodes + ``memory_tokens``) / episodes, where
-  ``memory_tokens`` are the memory method's own LLM tokens during evaluation;
+  ``memory_tokens`` are the memory method's own LLM tokens during evaluation (its retrievals,
+  and the updates of a memory that keeps learning): ``memory_cost`` / ``update_cost`` of the
+  records;
+- ``retrieval_calls``: memory retrievals made for the episodes (one per episode, or per step
+  for step-granularity methods); ``avg_mem_entries`` / ``mem_words_per_call``: entries and
+  words of memory shown per retrieval (MemCo's memory-cost figure);
+- ``eval_memory_usage`` / ``eval_memory_fallbacks``: the memory LLM's usage per purpose and
+  its malformed answers by kind during evaluation;
+- ``invalid_reply_rate``: the agent's replies it could not act on / steps (see
+  ``EpisodeRecord.invalid_replies``);
 - ``runs``: number of evaluation runs k per repetition; when k > 1, ``avg_at_k`` = mean over
   the k runs of each run's success rate and ``pass_at_k`` = fraction of tasks that succeeded in
   at least one run (ReMe's Avg@k and Pass@k);
@@ -29,10 +45,12 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from memarena.core.costs import add_into, tokens
 from memarena.results.records import EpisodeRecord, as_records
 from memarena.results.stats import wilson_ci
 
 log = logging.getLogger(__name__)
+
 
 def _rates(records: Sequence[EpisodeRecord]) -> dict[str, float]:
     n = len(records)
@@ -46,7 +64,6 @@ def _rates(records: Sequence[EpisodeRecord]) -> dict[str, float]:
 def compute_metrics(
     records: Sequence[EpisodeRecord | Mapping[str, Any]],
     *,
-    memory_tokens: int = 0,
     runs_per_repetition: int | None = None,
 ) -> dict:
     """Metrics of one run from its episode records (see the module docstring); JSON objects
@@ -58,9 +75,12 @@ def compute_metrics(
             "is not empty."
         )
     try:
-        recs = as_records(list(records))
+        written = as_records(list(records))
     except ValueError as err:
         raise ValueError(f"compute_metrics: {err}") from None
+    recs = list({r.key: r for r in written}.values())  # the last record of each episode
+    kept = {id(r) for r in recs}
+    superseded = [r for r in written if id(r) not in kept]
 
     n = len(recs)
     successes = sum(bool(r.success) for r in recs)
@@ -73,9 +93,13 @@ def compute_metrics(
         "n_tasks": len({r.task_id for r in recs}),
         "n_errors": n_errors,
         "error_rate": n_errors / n,
-        "memory_tokens": int(memory_tokens),
-        "tokens_per_task": (sum(int(r.tokens) for r in recs) + memory_tokens) / n,
+        "retried_records": sum(r.status == "error" for r in superseded),
+        "duplicate_records": sum(r.status != "error" for r in superseded),
+        "invalid_reply_rate": sum(r.invalid_replies for r in recs)
+        / max(sum(int(r.steps) for r in recs), 1),
     }
+    out.update(memory_costs(recs, written))
+    out["tokens_per_task"] = (sum(int(r.tokens) for r in recs) + out["memory_tokens"]) / n
 
     out.update(_repetitions(recs, runs_per_repetition))
 
@@ -92,6 +116,34 @@ def compute_metrics(
         if len(groups) > 1 or (key == "agent" and groups):
             out[name] = {g: _group(rs) for g, rs in sorted(groups.items())}
     return out
+
+
+def memory_costs(
+    records: Sequence[EpisodeRecord], written: Sequence[EpisodeRecord]
+) -> dict[str, Any]:
+    """The memory-cost keys (see the module docstring): the retrievals of ``records`` (one
+    per episode) and, per update of a learning run, the ``update_cost`` written last among
+    all ``written`` records (a retried chunk's update replaces the first one)."""
+    calls = entries = words = 0
+    spent: dict[str, Any] = {}
+    for r in records:
+        cost = r.memory_cost or {}
+        calls += int(cost.get("calls", 0))
+        entries += int(cost.get("entries", 0))
+        words += int(cost.get("words", 0))
+        add_into(spent, {"usage": cost.get("usage"), "fallbacks": cost.get("fallbacks")})
+    updates = {(r.agent, r.run, r.update): r.update_cost for r in written if r.update_cost}
+    for cost in updates.values():
+        add_into(spent, cost)
+    usage = spent.get("usage", {})
+    return {
+        "retrieval_calls": calls,
+        "avg_mem_entries": entries / calls if calls else 0.0,
+        "mem_words_per_call": words / calls if calls else 0.0,
+        "memory_tokens": tokens(usage),
+        "eval_memory_usage": usage,
+        "eval_memory_fallbacks": spent.get("fallbacks", {}),
+    }
 
 
 def _group(records: list[EpisodeRecord]) -> dict[str, float]:

@@ -11,7 +11,14 @@ Fields (JSON keys):
 - ``success``, ``progress`` (in [0, 1]), ``steps``, ``status`` (one of
   :data:`~memarena.core.types.EPISODE_STATUSES`), ``error`` (the error text when ``error``);
 - ``prompt_tokens``, ``completion_tokens``, ``tokens``: the agent's tokens in the episode;
+- ``invalid_replies``: the agent's replies it could not act on (a constrained answer outside
+  its choices, an empty reply, an action the env could not read), counted in choice and free
+  mode alike; a request that got no answer ends the episode with status ``error`` instead;
 - ``memory_ids``: the memory entries shown to the agent; ``wall_s``: seconds;
+- ``memory_cost``: the episode's retrievals (``calls``, ``entries`` and ``words`` shown, and the
+  memory's own LLM ``usage`` / ``fallbacks`` while answering them; absent when the memory was
+  never asked); ``update_cost``: in an evaluation that learns, what the memory's update of the
+  episode's chunk cost (on the last record of the chunk); see :mod:`memarena.core.costs`;
 - ``update``: in an evaluation that learns, the index of the memory update the episode belongs
   to (its tasks were observed together, ``protocol.update_every`` of them); a resume replays
   the updates from these indices;
@@ -23,7 +30,7 @@ Fields (JSON keys):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -49,6 +56,7 @@ class EpisodeRecord:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     tokens: int = 0
+    invalid_replies: int = 0
     memory_ids: list[str] = field(default_factory=list)
     wall_s: float = 0.0
     repetition: int | None = None
@@ -56,6 +64,8 @@ class EpisodeRecord:
     update: int | None = None
     attempt: int | None = None
     context: dict[str, Any] | None = None
+    memory_cost: dict[str, Any] | None = None
+    update_cost: dict[str, Any] | None = None
     details: dict[str, Any] | None = None
     trajectory: dict[str, Any] | None = None
 
@@ -68,6 +78,7 @@ class EpisodeRecord:
         run: int,
         wall_s: float = 0.0,
         details: dict[str, Any] | None = None,
+        memory_cost: dict[str, Any] | None = None,
         with_trajectory: bool = True,
         **extra: Any,
     ) -> EpisodeRecord:
@@ -81,6 +92,7 @@ class EpisodeRecord:
             **{name: getattr(outcome, name) for name in OUTCOME_FIELDS},
             tokens=outcome.tokens,
             memory_ids=list(trajectory.memory_ids),
+            memory_cost=memory_cost,
             wall_s=round(wall_s, 4),
             details=details or None,
             trajectory=trajectory.to_dict() if with_trajectory else None,
@@ -114,14 +126,16 @@ class EpisodeRecord:
     def to_json(self) -> dict[str, Any]:
         """The JSON line's object; optional fields that are None are left out."""
         out = asdict(self)
-        for key in ("repetition", "update", "attempt", "context", "details", "trajectory"):
+        optional = ("repetition", "update", "attempt", "context", "memory_cost", "update_cost")
+        for key in (*optional, "details", "trajectory"):
             if out[key] is None:
                 del out[key]
         return out
 
     @property
     def key(self) -> tuple[str | None, int, str]:
-        """(agent, run, task_id): what identifies an evaluated episode in a run."""
+        """(agent, run, task_id): what identifies an evaluated episode in a run (an acquisition
+        sample: ``run`` is its sample index)."""
         return self.agent, self.run, self.task_id
 
     def outcome(self) -> Outcome:
@@ -132,6 +146,16 @@ class EpisodeRecord:
         if self.trajectory is None:
             raise ValueError(f"the record of {self.task_id} has no trajectory")
         return Trajectory.from_dict(self.trajectory), self.outcome()
+
+
+def latest(records: Iterable[EpisodeRecord]) -> list[EpisodeRecord]:
+    """One record per :attr:`EpisodeRecord.key`: the last one written (a retried error
+    episode, or a redone episode of a part-written chunk, replaces the earlier copy), in
+    first-written order."""
+    out: dict[tuple, EpisodeRecord] = {}
+    for rec in records:
+        out[rec.key] = rec
+    return list(out.values())
 
 
 def as_records(items: list[EpisodeRecord | Mapping[str, Any]]) -> list[EpisodeRecord]:

@@ -213,12 +213,45 @@ def missing_hint(paper: str, section: str, conf_dir: str | Path | None = None) -
 def report_missing(
     runs: pd.DataFrame, paper: str, section: str, conf_dir: str | Path | None = None
 ) -> bool:
-    """Print :func:`missing_hint` when ``runs`` (the section's runs) is empty; True when it
-    has some."""
+    """Print :func:`missing_hint` when ``runs`` (the section's runs) is empty, else
+    :func:`flag_note` when some of them are not full paper cells; True when it has some."""
     if runs.empty:
         print(missing_hint(paper, section, conf_dir))
         return False
+    note = flag_note(runs, paper, section)
+    if note:
+        print(note)
     return True
+
+
+FLAG_MEANINGS = {
+    "capped": "a capped task list (protocol.max_*_tasks)",
+    "non_llm_backbone": "the scripted expert, not an LLM",
+    "degenerate_memory": "a memory that holds nothing or whose LLM answers mostly fell back",
+}
+
+
+def flag_note(runs: pd.DataFrame, paper: str, section: str) -> str | None:
+    """A warning naming the runs of a section that are not full paper cells (their metrics'
+    ``flags``, with ``n_tasks``), or None when every run is one."""
+    if "flags" not in runs.columns:
+        return None
+    flagged = runs[runs["flags"].fillna("").astype(str) != ""]
+    if flagged.empty:
+        return None
+    lines = [
+        f"WARNING: {len(flagged)} of {len(runs)} runs of {paper} {section} are not full paper "
+        "cells; their numbers do not follow the paper's protocol:"
+    ]
+    for _, run in flagged.iterrows():
+        ids = run_ids(run)
+        what = "; ".join(FLAG_MEANINGS.get(f, f) for f in str(run["flags"]).split(","))
+        tasks = run.get("n_tasks")
+        lines.append(
+            f"  {ids['env']} {ids['variant']} {ids['backbone']} seed{ids['seed']} "
+            f"(n_tasks={tasks if tasks is not None else '?'}): {what}"
+        )
+    return "\n".join(lines)
 
 
 def mean_bars(ax, xs, stats: pd.DataFrame, variants, width: float, label: str) -> None:

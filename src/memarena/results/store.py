@@ -1,21 +1,41 @@
-"""One run directory on disk: append-only JSONL records that survive a SIGKILL.
+"""One run directory on disk: append-only JSONL records that survive a SIGKILL, and the checks
+that keep a folder either right or refusing.
 
 Layout: ``<results_dir>/<experiment>/<env>/<method>[+<ablation>]/<backbone>/seed<k>/`` with
-``config.yaml``, ``metrics.json``, ``episodes.jsonl``, ``acquisition.jsonl``, ``memory/`` and
-``usage.json``. Records are appended and fsynced one line at a time, so a killed run loses at
-most the line being written; :meth:`RunStore.read` drops such a torn last line.
+``config.yaml``, ``identity.json``, ``run_info.json`` (per invocation: git commit and dirty
+flag, package versions, host, start, end, wall time, outcome), ``metrics.json``,
+``episodes.jsonl``, ``acquisition.jsonl``, ``memory/`` and ``usage.json``.
+
+- Records are appended and fsynced one line at a time, so a killed run loses at most the line
+  being written: :meth:`RunStore.read` drops such a torn last line. A corrupt line anywhere else
+  is reported with its line number and nothing is deleted.
+- :meth:`RunStore.lock` holds an advisory file lock for the whole run: a second run of the same
+  cell (a Slurm requeue beside a manual rerun) fails at once naming the holder. The kernel
+  releases the lock when its process dies, so a dead run's lock is simply taken over.
+- :meth:`RunStore.check_identity` keeps the config that produced the records: a resume whose
+  result-changing keys differ is refused with the differing keys; ``config.yaml`` is written only
+  with the identity, never rewritten to a config that did not produce the records.
+- A snapshot's completion marker holds the sha256 of ``memory.json``; :func:`verify_snapshot`
+  refuses a corrupt or partial one with the file and the fix.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import hashlib
 import json
 import logging
 import os
 import shutil
+import socket
+import time
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from memarena.core.errors import ConfigError
+from memarena.core.memory import SNAPSHOT_FILE
 from memarena.results.records import EpisodeRecord
 
 log = logging.getLogger(__name__)
@@ -26,10 +46,13 @@ REFLECTIONS = "reflections.jsonl"
 METRICS = "metrics.json"
 USAGE = "usage.json"
 CONFIG = "config.yaml"
+IDENTITY = "identity.json"  # the result-changing config keys the records were made with
+RUN_INFO = "run_info.json"  # code version, packages, host, times
+LOCK = ".lock"
 MEMORY_DIR = "memory"
 FINAL_MEMORY_DIR = "memory_final"  # a learning evaluation's memory at the end of each run
 SNAPSHOT_DONE = "SNAPSHOT_COMPLETE"
-UPDATES = "updates.json"  # {"update_every": n}: the memory-update schedule the records follow
+RECORD_FILES = (EPISODES, ACQUISITION, REFLECTIONS)
 
 
 def run_dir_for(
@@ -62,10 +85,92 @@ class RunStore:
 
     def clear(self) -> None:
         """Forget earlier records (``protocol.resume=false``)."""
-        for name in (EPISODES, ACQUISITION, REFLECTIONS, METRICS, USAGE, UPDATES):
+        for name in (*RECORD_FILES, METRICS, USAGE, IDENTITY):
             (self.dir / name).unlink(missing_ok=True)
         shutil.rmtree(self.memory_dir, ignore_errors=True)
         shutil.rmtree(self.dir / FINAL_MEMORY_DIR, ignore_errors=True)
+
+    def has_records(self) -> bool:
+        return any((self.dir / n).exists() for n in RECORD_FILES) or self.memory_dir.exists()
+
+    # --- the run lock -------------------------------------------------------------------
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold the run directory for this process, or fail naming the holder."""
+        path = self.dir / LOCK
+        fh = open(path, "a+", encoding="utf-8")  # noqa: SIM115 - held for the whole run
+        try:
+            try:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                fh.seek(0)
+                holder = fh.read().strip() or "another process"
+                raise ConfigError(
+                    f"memarena: {self.dir} is in use by {holder}: two runs of one cell would "
+                    "write the same records twice. Wait for that run to finish, or give this "
+                    "run another paths.results_dir."
+                ) from None
+            fh.seek(0)
+            fh.truncate()
+            started = time.strftime("%Y-%m-%dT%H:%M:%S")
+            fh.write(f"pid {os.getpid()} on {socket.gethostname()} since {started}\n")
+            fh.flush()
+            yield
+        finally:
+            fh.close()  # closing releases the lock
+
+    # --- config identity -----------------------------------------------------------------
+    def check_identity(self, identity: Mapping[str, Any], config_yaml: str) -> None:
+        """Refuse a resume whose result-changing keys differ from the records'; record the
+        identity and ``config.yaml`` when there are no records yet (or they match)."""
+        path = self.dir / IDENTITY
+        if path.exists() and self.has_records():
+            recorded = self.read_json(IDENTITY)
+            diff = _differences(recorded, identity)
+            if diff:
+                shown = "; ".join(diff[:8]) + (
+                    f"; and {len(diff) - 8} more" if len(diff) > 8 else ""
+                )
+                raise ConfigError(
+                    f"memarena: {self.dir} holds records made with another configuration "
+                    f"({shown}). Resuming would mix the two. Use another paths.results_dir (or "
+                    "experiment_name), or start over here with protocol.resume=false."
+                )
+            return
+        if self.has_records() and not path.exists():
+            log.warning(
+                "%s has records but no %s (an older run); recording this config", self.dir, IDENTITY
+            )
+        self.write_json(IDENTITY, dict(identity))
+        self.write_text(CONFIG, config_yaml)
+
+    # --- run info ------------------------------------------------------------------------
+    def begin_invocation(self, info: Mapping[str, Any]) -> None:
+        """Append this process (code, packages, host, start time) to ``run_info.json``."""
+        data = self._run_info()
+        data["invocations"].append({**info, "finished": None, "wall_s": None})
+        self.write_json(RUN_INFO, data)
+
+    def end_invocation(self, wall_s: float, outcome: str) -> None:
+        """Close this process's entry in ``run_info.json`` with its wall time and outcome
+        (``finished`` or the error that ended it); ``wall_s`` totals every invocation."""
+        data = self._run_info()
+        if not data["invocations"]:
+            return
+        data["invocations"][-1].update(
+            finished=time.strftime("%Y-%m-%dT%H:%M:%S"), wall_s=round(wall_s, 2), outcome=outcome
+        )
+        data["wall_s"] = round(sum(i.get("wall_s") or 0 for i in data["invocations"]), 2)
+        self.write_json(RUN_INFO, data)
+
+    def _run_info(self) -> dict[str, Any]:
+        try:
+            data = self.read_json(RUN_INFO)
+        except (OSError, ValueError):
+            data = {}
+        if not isinstance(data, dict) or not isinstance(data.get("invocations"), list):
+            data = {"invocations": []}
+        return data
 
     # --- JSONL --------------------------------------------------------------------------
     def append(self, name: str, record: dict[str, Any]) -> None:
@@ -81,21 +186,43 @@ class RunStore:
     def read_records(self, name: str) -> list[EpisodeRecord]:
         """The episode records of ``episodes.jsonl``, ``acquisition.jsonl`` or
         ``reflections.jsonl`` (a torn last line dropped, see :meth:`read`)."""
-        return [EpisodeRecord.from_json(r) for r in self.read(name)]
+        out = []
+        for lineno, record in enumerate(self.read(name), 1):
+            try:
+                out.append(EpisodeRecord.from_json(record))
+            except ValueError as err:
+                raise ConfigError(
+                    f"memarena: {self.dir / name} record {lineno} is not an episode record "
+                    f"({err}); repair or remove that line, or start over with "
+                    "protocol.resume=false."
+                ) from None
+        return out
 
     def read(self, name: str) -> list[dict[str, Any]]:
+        """The JSON lines of ``name``. A torn last line (a run killed while writing it) is
+        dropped and cut from the file; a corrupt line before the last stops the run with its
+        line number, and nothing is deleted."""
         path = self.dir / name
         if not path.exists():
             return []
         raw = path.read_bytes()
+        lines = raw.splitlines(keepends=True)
         records: list[dict[str, Any]] = []
         good = 0
-        for line in raw.splitlines(keepends=True):
+        for i, line in enumerate(lines):
+            last = i == len(lines) - 1
             try:
                 if not line.endswith(b"\n"):
                     raise ValueError("unterminated line")
                 records.append(json.loads(line))
-            except ValueError:
+            except ValueError as err:
+                if not last:
+                    raise ConfigError(
+                        f"memarena: {path} line {i + 1} is corrupt ({err}), before the end of "
+                        "the file, so it is not a record cut short by a killed run. Nothing "
+                        "was deleted: repair or remove that line, or start over with "
+                        "protocol.resume=false."
+                    ) from None
                 log.warning("dropping a torn record at the end of %s (killed run)", path)
                 break
             good += len(line)
@@ -116,27 +243,49 @@ class RunStore:
     def read_json(self, name: str) -> Any:
         return json.loads((self.dir / name).read_text(encoding="utf-8"))
 
-    def check_update_every(self, update_every: int) -> None:
-        """Record ``protocol.update_every``; a resume whose records follow another schedule is
-        refused (the memory updates could not be replayed as they happened)."""
-        path = self.dir / UPDATES
-        if path.exists():
-            recorded = int(self.read_json(UPDATES)["update_every"])
-            has_records = any((self.dir / n).exists() for n in (EPISODES, ACQUISITION))
-            if recorded != update_every and has_records:
-                raise ConfigError(
-                    f"memarena: {self.dir} holds records made with protocol.update_every="
-                    f"{recorded} (tasks per memory update); resuming with {update_every} would "
-                    f"mix two update schedules. Rerun with protocol.update_every={recorded}, or "
-                    "start over with protocol.resume=false."
-                )
-        self.write_json(UPDATES, {"update_every": int(update_every)})
-
     # --- memory snapshot ----------------------------------------------------------------
     def snapshot_complete(self) -> bool:
         return (self.memory_dir / SNAPSHOT_DONE).exists()
 
     def mark_snapshot_complete(self, info: dict[str, Any], folder: Path | None = None) -> None:
+        """Mark a written snapshot complete, with the sha256 of its ``memory.json``."""
         folder = folder or self.memory_dir
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / SNAPSHOT_DONE).write_text(json.dumps(info) + "\n")
+        body = {**info, "sha256": _sha256(folder / SNAPSHOT_FILE)}
+        (folder / SNAPSHOT_DONE).write_text(json.dumps(body) + "\n")
+
+
+def verify_snapshot(folder: Path) -> None:
+    """A complete snapshot whose ``memory.json`` is the one its marker describes, else a
+    ConfigError naming the file and the fix."""
+    marker, data = folder / SNAPSHOT_DONE, folder / SNAPSHOT_FILE
+    fix = (
+        f"Delete {folder} to rebuild it from acquisition.jsonl (no episode is rerun), or start "
+        "over with protocol.resume=false."
+    )
+    if not data.is_file():
+        raise ConfigError(
+            f"memarena: the snapshot {folder} is marked complete but {data} is missing. {fix}"
+        )
+    try:
+        expected = json.loads(marker.read_text()).get("sha256")
+    except (OSError, ValueError) as err:
+        raise ConfigError(f"memarena: {marker} is corrupt ({err}). {fix}") from None
+    if expected is not None and expected != _sha256(data):
+        raise ConfigError(
+            f"memarena: {data} does not match its checksum in {marker} (changed or corrupt "
+            f"after it was written). {fix}"
+        )
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    keys = sorted(set(old) | set(new))
+    return [
+        f"{k}: {old.get(k, '(unset)')!r} in the records, {new.get(k, '(unset)')!r} now"
+        for k in keys
+        if old.get(k) != new.get(k)
+    ]

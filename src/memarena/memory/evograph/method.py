@@ -140,8 +140,8 @@ class EvoGraphMem(GMemory):
         before = dict(self.controller.stats)
         (decision,) = self.controller.decide([item])
         usage = self.token_usage["controller"]
-        for key in ("calls", "prompt_tokens", "completion_tokens"):
-            usage[key] += self.controller.stats[key] - before[key]
+        for key in ("calls", "requests", "prompt_tokens", "completion_tokens"):
+            usage[key] = usage.get(key, 0) + self.controller.stats[key] - before[key]
         return decision
 
     def _rule_decision(self, trajectory: Trajectory, resolved: bool, shown: list[str]) -> Decision:
@@ -160,8 +160,6 @@ class EvoGraphMem(GMemory):
     def metrics(self) -> dict[str, Any]:
         out = super().metrics()
         active = len(self.graph.active_ids())
-        total = sum(u["prompt_tokens"] + u["completion_tokens"] for u in self.token_usage.values())
-        ctrl = self.token_usage["controller"]
         out.update(
             memory_insights=len(self.graph),
             memory_insights_active=active,
@@ -170,11 +168,12 @@ class EvoGraphMem(GMemory):
             controller_decisions=dict(self.decisions),
             controller_fallbacks=self.controller_fallbacks,
             controller_invalid_ops=self.controller_invalid_ops,
-            controller_token_share=(ctrl["prompt_tokens"] + ctrl["completion_tokens"]) / total
-            if total
-            else 0.0,
         )
         return out
+
+    def size(self) -> int:
+        """Stored tasks plus active insights."""
+        return len(self.queries) + len(self.graph.active_ids())
 
     def state_dict(self) -> dict[str, Any]:
         state = super().state_dict()

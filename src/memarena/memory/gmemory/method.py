@@ -278,7 +278,6 @@ class GMemory(MemoryMethod):
         return pool[: self.n_successes]
 
     def retrieve(self, query: MemoryQuery) -> MemoryContext:
-        self._calls += 1
         task_id, goal = query.task.id, query.task.goal
         self.shown[task_id] = []
         if not len(self.queries):
@@ -297,9 +296,7 @@ class GMemory(MemoryMethod):
             slots["insights"] = f"{prompts.INSIGHTS_HEADER}\n{body}"
         if not slots:
             return MemoryContext.empty()
-        memory_ids = past + [i for i, _ in chosen]
-        self._entries += len(memory_ids)
-        return MemoryContext(slots=slots, memory_ids=memory_ids)
+        return MemoryContext(slots=slots, memory_ids=past + [i for i, _ in chosen])
 
     # -- reporting and snapshots -------------------------------------------------------------
     def metrics(self) -> dict[str, Any]:
@@ -307,10 +304,11 @@ class GMemory(MemoryMethod):
             "memory_queries": len(self.queries),
             "memory_insights": len(self.insights),
             "memory_query_edges": self.queries.graph.number_of_edges(),
-            "memory_token_usage": {p: dict(u) for p, u in self.token_usage.items()},
-            "memory_fallbacks": dict(sorted(self.fallbacks.items())),
-            **self.retrieval_metrics(),
         }
+
+    def size(self) -> int:
+        """Stored tasks plus insights."""
+        return len(self.queries) + len(self.insights)
 
     def state_dict(self) -> dict[str, Any]:
         """JSON-serialisable; the query embeddings are one base64 float32 matrix
@@ -335,4 +333,4 @@ class GMemory(MemoryMethod):
 
 
 def _zero_usage() -> dict[str, int]:
-    return {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
+    return {"calls": 0, "requests": 0, "prompt_tokens": 0, "completion_tokens": 0}

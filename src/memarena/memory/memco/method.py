@@ -150,7 +150,6 @@ class MemCo(MemoryMethod):
         self.global_memory = GlobalSnapshot(rule=promotion, alpha=self.alpha, threshold=threshold)
         self._dirty = False
         self._view: str | None = None
-        self._calls = self._entries = self._words = 0  # retrieval cost since freeze()
         self._entries_cache: dict[str, PoolIndex] = {}
         self._global_cache: PoolIndex | None = None
 
@@ -209,7 +208,6 @@ class MemCo(MemoryMethod):
             self.rebuild_global()
         selected = self._select(query)
         if selected is None:
-            self._calls += 1
             return MemoryContext.empty()
         q, picked = selected
         if self.composition == "concat":  # L5+G5: the selections as stored, not composed
@@ -218,11 +216,7 @@ class MemCo(MemoryMethod):
             composed = compose(
                 picked.local, picked.global_, q, self.adapter, self.max_items_per_role
             )
-        context = composed.to_context(SLOT)
-        self._calls += 1
-        self._entries += len(context.memory_ids)
-        self._words += len(context.slots.get(SLOT, "").split())
-        return context
+        return composed.to_context(SLOT)
 
     def _select(self, query: MemoryQuery) -> tuple[DecisionQuery, Retrieved] | None:
         """The decision query and ``S^l``, ``S^g`` (Eq. 7) of the view's agent; None when
@@ -249,15 +243,17 @@ class MemCo(MemoryMethod):
         return q, picked
 
     def metrics(self) -> dict[str, float]:
-        """Memory cost (paper Figure 3 a-c): promoted global records, and per retrieval call
-        during evaluation the entries injected and the memory-prompt length in words."""
-        calls = max(self._calls, 1)
-        return {
-            "global_records": len(self.global_memory),
-            "retrieval_calls": self._calls,
-            "avg_mem_entries": self._entries / calls,
-            "mem_words_per_call": self._words / calls,
-        }
+        """Promoted global records (the memory-cost numbers of paper Figure 3 a-c, entries and
+        words per retrieval call, come from the episode records: ``avg_mem_entries``,
+        ``mem_words_per_call``)."""
+        return {"global_records": len(self.global_memory)}
+
+    def size(self) -> int:
+        """Decision records of every agent plus the promoted global records."""
+        if self._dirty:
+            self.rebuild_global()
+        local = sum(len(m.store) for m in self.locals.values())
+        return local + len(self.global_memory)
 
     def _record_entries(self, agent: str) -> PoolIndex:
         """The agent's records as indexed retrieval entries, built once per memory change."""
@@ -274,7 +270,6 @@ class MemCo(MemoryMethod):
     def freeze(self) -> None:
         if self._dirty:
             self.rebuild_global()
-        self._calls = self._entries = self._words = 0
         super().freeze()
 
     def state_dict(self) -> dict[str, Any]:

@@ -132,7 +132,6 @@ class ReMe(MemoryMethod):
         self.env_name = env_name
         self.pool = ExperiencePool(lambda texts: self.services.embedder.encode(texts))
         self.token_usage: dict[str, dict[str, int]] = {p: _zero() for p in PURPOSES}
-        self.acquisition_usage: dict[str, dict[str, int]] | None = None
         self.fallbacks: dict[str, int] = {}
         self.counts = {
             "candidates": 0,
@@ -148,12 +147,10 @@ class ReMe(MemoryMethod):
 
     # -- LLM plumbing --------------------------------------------------------------------------
     def _ask(self, purpose: str, requests: list[ChatRequest]) -> list[Any]:
-        usage = self.token_usage[purpose]
-        usage["requests"] += len(requests)
         return json_batch(
             self.services.llm,
             requests,
-            usage=usage,
+            usage=self.token_usage[purpose],
             fallbacks=self.fallbacks,
             kind=f"reme_{purpose}",
         )
@@ -316,7 +313,6 @@ class ReMe(MemoryMethod):
         task = query.task
         if self.phase == "acquire" and not self.retrieves_during_acquisition:
             return MemoryContext.empty()
-        self._calls += 1
         if self.top_k == 0 or not len(self.pool):
             self.shown[task.id] = MemoryContext.empty()
             return MemoryContext.empty()
@@ -333,7 +329,6 @@ class ReMe(MemoryMethod):
             if guidance:
                 slots = {"experience": f"{prompts.GUIDANCE_HEADER}\n{guidance}"}
         context = MemoryContext(slots=slots, memory_ids=[e.id for e in chosen])
-        self._entries += len(chosen)
         self.shown[task.id] = context
         return context
 
@@ -437,13 +432,7 @@ class ReMe(MemoryMethod):
                 self._generalize([trajectory])
 
     # -- reporting and snapshots ---------------------------------------------------------------
-    def begin_phase(self, phase: str) -> None:
-        if phase == "eval" and self.acquisition_usage is None:
-            self.acquisition_usage = {p: dict(u) for p, u in self.token_usage.items()}
-        super().begin_phase(phase)
-
     def metrics(self) -> dict[str, Any]:
-        acquired = self.acquisition_usage or {}
         return {
             "memory_experiences": len(self.pool),
             "memory_by_kind": _kinds(self.pool.items.values()),
@@ -454,14 +443,10 @@ class ReMe(MemoryMethod):
             "memory_duplicates": self.counts["duplicates"],
             "reflection_attempts": self.counts["reflection_attempts"],
             "reflection_successes": self.counts["reflection_successes"],
-            "memory_token_usage": {p: dict(u) for p, u in self.token_usage.items()},
-            "acquisition_memory_requests": sum(u.get("requests", 0) for u in acquired.values()),
-            "acquisition_memory_tokens": sum(
-                u.get("prompt_tokens", 0) + u.get("completion_tokens", 0) for u in acquired.values()
-            ),
-            "memory_fallbacks": dict(sorted(self.fallbacks.items())),
-            **self.retrieval_metrics(),
         }
+
+    def size(self) -> int:
+        return len(self.pool)
 
     def _count_fallback(self, kind: str) -> None:
         self.fallbacks[kind] = self.fallbacks.get(kind, 0) + 1
@@ -470,7 +455,6 @@ class ReMe(MemoryMethod):
         return {
             "pool": self.pool.to_dict(),
             "token_usage": {p: dict(u) for p, u in self.token_usage.items()},
-            "acquisition_usage": self.acquisition_usage,
             "fallbacks": dict(self.fallbacks),
             "counts": dict(self.counts),
         }
@@ -479,7 +463,6 @@ class ReMe(MemoryMethod):
         self.pool.load_dict(state["pool"])
         usage = state.get("token_usage", {})
         self.token_usage = {p: {**_zero(), **usage.get(p, {})} for p in PURPOSES}
-        self.acquisition_usage = state.get("acquisition_usage")
         self.fallbacks = dict(state.get("fallbacks", {}))
         self.counts.update(state.get("counts", {}))
 

@@ -1,0 +1,133 @@
+"""What a run directory records about how its records were made.
+
+- :func:`config_identity`: the resolved config's keys that change results, flattened
+  (``protocol.step_budget``, ``method.threshold``, ...). Keys that only say where things go or
+  how fast they run are left out (paths, logging, the report node, lockstep concurrency, thread
+  and batch sizes, caches, retries, the server endpoint and GPU placement), and so is
+  ``protocol.max_eval_tasks``: raising the evaluation cap extends a run with the same tasks
+  first. A resume with another identity is
+  refused (:meth:`~memarena.results.store.RunStore.check_identity`).
+- :func:`run_info`: the code (git commit, dirty tree), the packages that matter, the host and
+  the Python, for ``run_info.json``.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import platform
+import socket
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from memarena.results.metrics import flatten
+
+# top-level groups and exact keys that do not change results
+NOT_RESULT = (
+    "hydra",
+    "paths",
+    "logger",
+    "report",
+    "experiment_name",  # in the run directory's path already
+    "protocol.resume",
+    "protocol.concurrency",
+    "protocol.max_eval_tasks",
+    "protocol.retry_errors",
+    "protocol.max_failed_batches",
+)
+# key names (last component) that set speed or bookkeeping, wherever they stand
+NOT_RESULT_LEAVES = frozenset(
+    {
+        "cache_path",
+        "cache_dir",
+        "converted_dir",
+        "download_dir",
+        "num_threads",
+        "batch_size",
+        "concurrency",
+        "timeout",
+        "max_retries",
+        "backoff_s",
+        "workers",
+        "max_idle_jvms",
+        "init_timeout",
+        "finish_wait_s",
+        "base_url",  # another endpoint serving the same model (clusters)
+        "api_key_env",
+        "gpu_memory_utilization",
+        "tensor_parallel_size",
+        "enforce_eager",
+    }
+)
+PACKAGES = (
+    "memarena",
+    "torch",
+    "transformers",
+    "vllm",
+    "openai",
+    "sentence-transformers",
+    "hydra-core",
+    "alfworld",
+    "textworld",
+    "scienceworld",
+    "bfcl-eval",
+    "llguidance",
+)
+
+
+def config_identity(cfg: DictConfig) -> dict[str, Any]:
+    """The result-changing keys of ``cfg``, resolved and flattened with ``.``."""
+    body = OmegaConf.to_container(
+        OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"]), resolve=True
+    )
+    flat = flatten(body, sep=".")
+    return {
+        key: value
+        for key, value in sorted(flat.items())
+        if not _excluded(key) and not isinstance(value, dict)
+    }
+
+
+def _excluded(key: str) -> bool:
+    if any(key == k or key.startswith(k + ".") for k in NOT_RESULT):
+        return True
+    parts = key.split(".")
+    # list items flatten to numeric components: look at the last named one
+    named = [p for p in parts if not p.isdigit()]
+    return bool(named) and named[-1] in NOT_RESULT_LEAVES
+
+
+def run_info(started: float) -> dict[str, Any]:
+    """Code, packages, host and start time of this run."""
+    return {
+        **_git(Path(__file__).resolve().parents[3]),
+        "packages": {name: _version(name) for name in PACKAGES},
+        "python": platform.python_version(),
+        "host": socket.gethostname(),
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started)),
+    }
+
+
+def _version(name: str) -> str | None:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _git(root: Path) -> dict[str, Any]:
+    def git(*args: str) -> str | None:
+        try:
+            out = subprocess.run(
+                ["git", *args], cwd=root, capture_output=True, text=True, timeout=10
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return out.stdout.strip() if out.returncode == 0 else None
+
+    commit = git("rev-parse", "HEAD")
+    status = git("status", "--porcelain", "--untracked-files=no") if commit else None
+    return {"git_commit": commit, "git_dirty": bool(status) if status is not None else None}
