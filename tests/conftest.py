@@ -25,16 +25,31 @@ def compose_cfg(overrides: list[str] | None = None, *, return_hydra_config: bool
 
 @pytest.fixture
 def shared_data() -> Path:
-    if not SHARED_DATA.exists():
-        pytest.skip(
-            f"reference data not found at {SHARED_DATA} (../shared/data beside the checkout)"
+    if not SHARED_DATA.exists():  # a missing fixture is a failure, never a silent skip
+        pytest.fail(
+            f"reference data not found at {SHARED_DATA} (../shared/data beside the checkout); "
+            "the tests that read it cannot run without it"
         )
     return SHARED_DATA
 
 
 def run_py(args: list[str], cwd: Path = ROOT, timeout: int = 600):
-    """Run `python run.py ARGS` in a subprocess and return the CompletedProcess."""
+    """Run `python run.py ARGS` in a subprocess and return the CompletedProcess.
+
+    A run must write into a temporary ``paths.results_dir``; its LLM call cache is that
+    folder's ``.llm_calls.sqlite`` unless the test sets ``paths.llm_cache`` or
+    ``paths.cache_dir`` itself, so a test calls the model on its first run (and replays on a
+    resume into the same folder), never a cache another test or an earlier session left in
+    the repository."""
     import subprocess
+
+    given = {a.split("=", 1)[0].lstrip("+~") for a in args if "=" in a}
+    if "--cfg" not in args and "--help" not in args:
+        results = next((a.split("=", 1)[1] for a in args if a.startswith("paths.results_dir=")),
+                       None)  # fmt: skip
+        assert results is not None, "run_py: give paths.results_dir=<a tmp_path> (never ./results)"
+        if not given & {"paths.llm_cache", "paths.cache_dir"}:
+            args = [*args, f"paths.llm_cache={results}/.llm_calls.sqlite"]
 
     return subprocess.run(
         [sys.executable, str(ROOT / "run.py"), *args],

@@ -23,7 +23,7 @@ COUNTS = {"gripper": 20, "blocksworld": 10, "barman": 20, "tyreworld": 10}
 
 def need(path: Path) -> Path:
     if not path.exists():
-        pytest.skip(f"AgentBoard reference data not found at {path.resolve()} (../shared/data)")
+        pytest.fail(f"AgentBoard reference data not found at {path.resolve()} (../shared/data)")
     return path
 
 
