@@ -346,3 +346,57 @@ def test_each_episode_keeps_what_its_retrievals_cost():
     assert costs[2] == {"calls": 3, "entries": 6, "words": 9,
                         "usage": {"rerank": {"calls": 3, "prompt_tokens": 21}}}
     assert runner.retrieval_spent == {"usage": {"rerank": {"calls": 6, "prompt_tokens": 42}}}
+
+
+class QueryLog(NoMemory):
+    """A per-step memory that keeps every query it is asked (MemCo's granularity)."""
+
+    granularity = "step"
+
+    def __init__(self):
+        super().__init__()
+        self.queries = []
+
+    def retrieve(self, query):
+        self.queries.append(
+            (query.task.id, query.step, [s.action for s in query.history], query.progress,
+             query.observation.text)
+        )  # fmt: skip
+        hint = f"hint {len(self.queries)}"
+        return MemoryContext(slots={"m": hint}, memory_ids=[f"m{query.step}"])
+
+
+def test_a_step_memory_is_asked_before_every_step_with_the_history_and_progress():
+    env, memory = CountEnv(), QueryLog()
+    runner = EpisodeRunner(
+        env, as_policy(RecordingBackbone()), memory, RunnerSettings(concurrency=2),
+        progress_bar=False,
+    )  # fmt: skip
+    (result,) = runner.run([env.tasks("test")[2]])  # target 3: three "inc" steps
+    # once at the start, then before steps 2 and 3, each with what happened so far
+    assert memory.queries == [
+        ("t2", 0, [], 0.0, "n=0"),
+        ("t2", 1, ["inc"], 1 / 3, "n=1"),
+        ("t2", 2, ["inc", "inc"], 2 / 3, "n=2"),
+    ]
+    assert result.trajectory.memory_ids == ["m0", "m1", "m2"]
+    assert result.memory_cost == {"calls": 3, "entries": 3, "words": 6}
+
+
+@pytest.mark.parametrize("record", [True, False])
+def test_record_prompts_keeps_each_steps_messages_and_shown_memory(record):
+    env, memory = CountEnv(), QueryLog()
+    runner = EpisodeRunner(
+        env, as_policy(RecordingBackbone()), memory,
+        RunnerSettings(concurrency=1, record_prompts=record), progress_bar=False,
+    )  # fmt: skip
+    (result,) = runner.run([env.tasks("test")[1]])  # target 2: two steps
+    steps = result.trajectory.to_dict()["steps"]
+    if not record:  # left out of the record entirely
+        assert all("prompt" not in s and "memory_ids" not in s for s in steps)
+        return
+    # the step's own hint (retrieved just before it) is in the messages the model was given
+    assert [s["memory_ids"] for s in steps] == [["m0"], ["m1"]]
+    texts = ["\n".join(m["content"] for m in s["prompt"]) for s in steps]
+    assert ["hint 1" in t for t in texts] == [True, False]
+    assert ["hint 2" in t for t in texts] == [False, True]

@@ -74,6 +74,7 @@ class RunnerSettings:
     max_tokens: int = 48
     seed: int = 0
     max_failed_batches: int = 3  # consecutive all-failed steps before the run stops
+    record_prompts: bool = False  # keep each step's messages in its Step (protocol.record_prompts)
 
     def __post_init__(self) -> None:
         if self.action_mode not in ("choice", "free"):
@@ -314,6 +315,8 @@ class EpisodeRunner:
                     feedback=result.feedback,
                     raw_output=completion.text,
                     admissible_actions=item.observation.admissible_actions,
+                    prompt=decision.request.messages if self.s.record_prompts else None,
+                    memory_ids=list(item.memory.memory_ids) if self.s.record_prompts else None,
                 )
             )
             item.observation = result.observation

@@ -71,6 +71,10 @@ class Step:
     feedback: Feedback
     raw_output: str = ""
     admissible_actions: list[str] | None = None
+    # with ``protocol.record_prompts``: the chat messages the agent was given for this step and
+    # the ids of the memory entries they showed (None otherwise, and then left out of the record)
+    prompt: list[dict[str, str]] | None = None
+    memory_ids: list[str] | None = None
 
 
 @dataclass
@@ -81,7 +85,12 @@ class Trajectory:
     memory_ids: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        for step in out["steps"]:
+            for key in ("prompt", "memory_ids"):
+                if step.get(key) is None:
+                    step.pop(key, None)
+        return out
 
     @staticmethod
     def from_dict(d: dict[str, Any]) -> Trajectory:

@@ -173,6 +173,7 @@ def build(
         max_tokens=protocol.max_tokens or env.max_tokens,
         seed=cfg.seed,
         max_failed_batches=protocol.max_failed_batches,
+        record_prompts=protocol.record_prompts,
     )
     parts = Parts(env, policy, memory, services, settings, protocol, store, snapshot)
     parts.holding = holding

@@ -37,6 +37,7 @@ NOT_RESULT = (
     "protocol.max_eval_tasks",
     "protocol.retry_errors",
     "protocol.max_failed_batches",
+    "protocol.record_prompts",
 )
 # key names (last component) that set speed or bookkeeping, wherever they stand
 NOT_RESULT_LEAVES = frozenset(

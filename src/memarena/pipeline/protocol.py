@@ -44,6 +44,7 @@ class ProtocolSettings:
     snapshot_from: str | None = None
     retry_errors: bool = True
     max_failed_batches: int = 3
+    record_prompts: bool = False
 
     def __post_init__(self) -> None:
         hints = typing.get_type_hints(type(self))
