@@ -84,7 +84,8 @@ class SchemaLLM:
     """A memory-side LLM double for pipeline runs (``memory_backbone._target_=doubles.
     SchemaLLM``): every JSON request gets a valid answer for its schema; EvoGraph's controller
     schema (insight ids + ``add``/``insight``) gets "REVISE every shown insight and ADD one", so
-    insights get version chains. Choices get the first choice, free text "ok"."""
+    insights get version chains; a judge (``valid`` + ``score``) accepts with the top score.
+    Choices get the first choice, free text "ok"."""
 
     def __init__(self, name: str = "schema-llm") -> None:
         self.name = name
@@ -118,6 +119,9 @@ class SchemaLLM:
                     if "revision" not in sub["properties"]:
                         del answer[key]["revision"]
             return answer
+        if "valid" in props and "score" in props:  # a judge (ReMe): accept
+            return {**schema_instance(schema), "valid": True,
+                    "score": props["score"].get("maximum", 1.0)}  # fmt: skip
         return schema_instance(schema)
 
     def record_fallback(self, kind: str, detail: str = "") -> None:

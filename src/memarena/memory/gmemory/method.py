@@ -279,14 +279,16 @@ class GMemory(MemoryMethod):
 
     def retrieve(self, query: MemoryQuery) -> MemoryContext:
         task_id, goal = query.task.id, query.task.goal
-        self.shown[task_id] = []
+        if not self.frozen:  # what a learning memory scores after the task; frozen: untouched
+            self.shown[task_id] = []
         if not len(self.queries):
             return MemoryContext.empty()
         embedding = self._embed(goal)
         top, expanded = self.queries.retrieve(embedding, self.k, self.hops)
         past = self.past_successes(goal, embedding, expanded)
         chosen = self.select_insights(self.insight_queries(embedding, expanded), top)
-        self.shown[task_id] = [i for i, _ in chosen]
+        if not self.frozen:
+            self.shown[task_id] = [i for i, _ in chosen]
         slots: dict[str, str] = {}
         if past:
             body = "\n\n".join(render_solved(self.queries.nodes[q]) for q in past)
