@@ -1,6 +1,8 @@
-"""notebooks/evograph.ipynb on an empty results dir and on a small fake results tree (Table 1,
-Figure 3 cells and an EvoGraph-Mem memory snapshot), plus unit tests of
-memarena.results.evograph_report and the paper's stated numbers."""
+"""notebooks/evograph.ipynb on an empty results dir and on a small hand-built results tree in the
+pipeline's layout and keys (Table 1, Figure 3 cells, ``memory_token_usage`` per purpose and an
+EvoGraph-Mem memory snapshot; Tables 1 and 2 on runs the pipeline really wrote are in
+test_notebooks_real_runs.py), plus unit tests of memarena.results.evograph_report and the
+paper's stated numbers."""
 
 import json
 from pathlib import Path
@@ -11,7 +13,7 @@ import pytest
 from conftest import ROOT, notebook_text, run_notebook
 from memarena.results import evograph_report as er
 from memarena.results.paper import paper_numbers
-from memarena.results.report_common import declaring_configs, experiment_configs
+from memarena.results.report_common import declaring_configs, experiment_configs, purpose_calls
 
 EVOGRAPH_NB = ROOT / "notebooks" / "evograph.ipynb"
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -21,11 +23,12 @@ CONFIGS = {c.name: c for c in experiment_configs()}  # conf/experiment/*.yaml
 
 def write_run(root, config, env, method, ablation, backbone, seed, metrics) -> Path:
     """A run as ``python run.py experiment=<config>`` writes it: under the config's
-    experiment_name, with its ``report`` node in metrics.json."""
+    experiment_name (``<method>+<ablation name>`` for an ablation), with its ``report`` node
+    in metrics.json."""
     declared = CONFIGS[config]
     experiment = declared.experiment_name
     report = {"paper": declared.paper, "tables": list(declared.tables)}
-    part = f"{method}+{ablation.replace('/', '-')}" if ablation else method
+    part = f"{method}+{ablation}" if ablation else method
     run_dir = root / experiment / env / part / backbone / f"seed{seed}"
     run_dir.mkdir(parents=True)
     (run_dir / "config.yaml").write_text(
@@ -54,6 +57,16 @@ def run_metrics(score: float, tokens: float, memory_tokens: int = 0, **extra) ->
         "tokens_per_task": tokens,
         "memory_tokens": memory_tokens,
         **extra,
+    }
+
+
+def usage(prompt_tokens: int, completion_tokens: int, calls: int = 2) -> dict:
+    """One purpose of metrics.json ``memory_token_usage`` as the pipeline writes it."""
+    return {
+        "calls": calls,
+        "requests": calls,
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
     }
 
 
@@ -122,7 +135,7 @@ SNAPSHOT_STATE = {
 
 
 def build_fake_tree(root: Path) -> Path:
-    for bb, boost in (("gpt_4o_mini", 0.0), ("qwen2_5_7b", -0.05)):
+    for bb, boost in (("gpt-4o-mini", 0.0), ("qwen2.5-7b", -0.05)):  # the presets' names
         for seed in (0, 1):
             d = 0.01 * seed + boost
             for setting, env in ENVS.items():
@@ -134,9 +147,9 @@ def build_fake_tree(root: Path) -> Path:
                     extra = {}
                     if method == "evograph":
                         extra = {
-                            "token_usage": {
-                                "controller": {"prompt_tokens": 300, "completion_tokens": 100},
-                                "retrieval": 600,
+                            "memory_token_usage": {
+                                "controller": usage(300, 100),
+                                "key_steps": usage(500, 100),
                             }
                         }
                     run_dir = write_run(
@@ -166,7 +179,7 @@ def build_fake_tree(root: Path) -> Path:
                         "evograph_fig3",
                         env,
                         "evograph",
-                        f"evograph/{variant}",
+                        variant,
                         bb,
                         seed,
                         run_metrics(score + d, 1700.0),
@@ -209,11 +222,11 @@ def test_notebook_on_fake_results(tmp_path):
     assert set(t1["setting"]) == {"pddl", "hotpotqa", "fever"}
     assert set(t1[t1["setting"] == "pddl"]["metric"]) == {"progress"}
     gains = pd.read_csv(out / "table1_gains.csv")
-    row = gains[(gains["setting"] == "hotpotqa") & (gains["backbone"] == "gpt_4o_mini")].iloc[0]
+    row = gains[(gains["setting"] == "hotpotqa") & (gains["backbone"] == "gpt-4o-mini")].iloc[0]
     assert row["runner_up"] == "gmemory" and row["gain_pp"] == pytest.approx(4.0)
     assert row["paper_gain_pct"] == 21.75
     t2 = pd.read_csv(out / "table2.csv")
-    evo = t2[(t2["variant"] == "evograph") & (t2["backbone"] == "gpt_4o_mini")].iloc[0]
+    evo = t2[(t2["variant"] == "evograph") & (t2["backbone"] == "gpt-4o-mini")].iloc[0]
     assert evo["change_pct_vs_none"] == pytest.approx(70.0)
     assert evo["paper_change_pct_vs_none"] == 73.0 and evo["paper_tokens_M"] == 6.4
     assert evo["controller_token_share_pct"] == pytest.approx(40.0)
@@ -221,7 +234,7 @@ def test_notebook_on_fake_results(tmp_path):
     cell = fig3[
         (fig3["setting"] == "pddl")
         & (fig3["variant"] == "add_keep_archive")
-        & (fig3["backbone"] == "gpt_4o_mini")
+        & (fig3["backbone"] == "gpt-4o-mini")
     ].iloc[0]
     assert cell["paper"] == 34 and cell["n_seeds"] == 2
     assert (out / "fig3_ablation.png").read_bytes()[:8] == PNG
@@ -246,7 +259,7 @@ def test_long_metrics_and_summary(tmp_path):
     assert set(runs["setting"]) == {"pddl", "hotpotqa", "fever"}
     s = er.summarize(er.long_metrics(runs))
     pddl = s[
-        (s["setting"] == "pddl") & (s["variant"] == "all") & (s["backbone"] == "gpt_4o_mini")
+        (s["setting"] == "pddl") & (s["variant"] == "all") & (s["backbone"] == "gpt-4o-mini")
     ].set_index("metric")
     assert pddl.loc["progress", "mean"] == pytest.approx(54.5)  # (0.54 + 0.55) / 2 in percent
     assert pddl.loc["progress", "std"] == pytest.approx(0.7071, abs=1e-4)
@@ -256,15 +269,20 @@ def test_long_metrics_and_summary(tmp_path):
 
 
 def test_purpose_tokens_and_shares():
+    """Tokens per purpose are prompt + completion tokens of ``memory_token_usage/<purpose>``
+    (calls and requests are not tokens; other usage keys are not the method's totals)."""
     row = {
-        "token_usage/controller/prompt_tokens": 30,
-        "token_usage/controller/completion_tokens": 10,
-        "token_usage/retrieval/total": 60,
-        "token_usage/retrieval/prompt_tokens": 50,
-        "token_usage/summary": 100,
-        "token_usage/summary_calls": None,
+        "memory_token_usage/controller/calls": 3,
+        "memory_token_usage/controller/requests": 3,
+        "memory_token_usage/controller/prompt_tokens": 30,
+        "memory_token_usage/controller/completion_tokens": 10,
+        "memory_token_usage/relevance/prompt_tokens": 50,
+        "memory_token_usage/relevance/completion_tokens": 10,
+        "memory_token_usage/key_steps/prompt_tokens": float("nan"),  # another run's purpose
+        "eval_memory_usage/controller/prompt_tokens": 30,
     }
-    assert er.purpose_tokens(row) == {"controller": 40, "retrieval": 60, "summary": 100}
+    assert er.purpose_tokens(row) == {"controller": 40, "relevance": 60}
+    assert purpose_calls(row, "controller") == 3 and purpose_calls(row, "x") is None
     runs = pd.DataFrame(
         [
             {
@@ -283,7 +301,21 @@ def test_purpose_tokens_and_shares():
     )
     long = er.long_metrics(runs).set_index("metric")["value"]
     assert long["em"] == 50.0 and long["memory_token_share_pct"] == 25.0
-    assert long["controller_token_share_pct"] == pytest.approx(20.0)
+    assert long["controller_token_share_pct"] == pytest.approx(40.0)  # 40 / (40 + 60)
+
+
+def test_stand_in_keeps_its_benchmarks_score():
+    """``pddl_generated`` (embedded PDDL problems) stays its own setting but is scored by
+    progress rate, as PDDL is; stand-in FEVER by exact match."""
+    ids = {"experiment": "e", "method": "none", "backbone": "b", "seed": 0}
+    scores = {"success_rate": 0.25, "progress_rate": 0.5}
+    runs = pd.DataFrame(
+        [{**ids, "env": env, **scores} for env in ("pddl_generated", "fever_smoke")]
+    )
+    long = er.long_metrics(runs).set_index(["setting", "metric"])["value"]
+    assert long[("pddl_generated", "progress")] == 50.0
+    assert long[("fever_smoke", "em")] == 25.0
+    assert er.score_of("pddl") == er.score_of("pddl_generated") == "progress"
 
 
 def test_gains_and_table2():

@@ -1,5 +1,7 @@
-"""notebooks/memco.ipynb on an empty results dir and on a small fake results tree, plus unit
-tests of memarena.results.memco_report."""
+"""notebooks/memco.ipynb on an empty results dir and on a small hand-built results tree in the
+pipeline's layout and keys (folder names, ``per_split``, ``global_records``; the Table 1 and 12
+cells on runs the pipeline really wrote are in test_notebooks_real_runs.py), plus unit tests of
+memarena.results.memco_report."""
 
 import json
 from pathlib import Path
@@ -29,11 +31,12 @@ def write_run(
     step_budget: int = 30,
 ) -> Path:
     """A run as ``python run.py experiment=<config>`` writes it: under the config's
-    experiment_name, with its ``report`` node in metrics.json."""
+    experiment_name (``<method>+<ablation name>`` for an ablation), with its ``report`` node
+    in metrics.json."""
     declared = CONFIGS[config]
     experiment = declared.experiment_name
     report = {"paper": declared.paper, "tables": list(declared.tables)}
-    part = f"{method}+{ablation.replace('/', '-')}" if ablation else method
+    part = f"{method}+{ablation}" if ablation else method
     run_dir = root / experiment / env / part / backbone / f"seed{seed}"
     run_dir.mkdir(parents=True)
     (run_dir / "config.yaml").write_text(
@@ -54,22 +57,27 @@ def write_run(
     return run_dir
 
 
+def split_metrics(success: float, steps: float) -> dict:
+    """One ``per_split`` entry as metrics.py writes it (10 episodes)."""
+    return {"success_rate": success, "progress_rate": 0.9, "n_episodes": 10, "avg_steps": steps}
+
+
 def alfworld_metrics(seen: float, unseen: float, steps: float, **extra) -> dict:
     return {
         "success_rate": (seen + unseen) / 2,
         "progress_rate": 0.9,
         "avg_steps": steps,
         "tokens_per_task": 1000.0,
-        "per_subset": {
-            "valid_seen": {"success_rate": seen, "avg_steps": steps - 1},
-            "valid_unseen": {"success_rate": unseen, "avg_steps": steps + 1},
+        "per_split": {
+            "valid_seen": split_metrics(seen, steps - 1),
+            "valid_unseen": split_metrics(unseen, steps + 1),
         },
         **extra,
     }
 
 
 def build_fake_tree(root: Path) -> Path:
-    bb = "qwen3_32b"
+    bb = "qwen3-32b"  # conf/backbone/qwen3_32b.yaml's name
     for seed in (0, 1):
         d = 0.01 * seed
         for method, (acc, steps) in {
@@ -108,7 +116,7 @@ def build_fake_tree(root: Path) -> Path:
                 "memco_table11",
                 "alfworld",
                 "memco",
-                f"memco/lambda_{lam}",
+                f"lambda_{lam}",
                 bb,
                 seed,
                 alfworld_metrics(0.96 + d, 0.97, 12.0, global_records=records),
@@ -120,7 +128,7 @@ def build_fake_tree(root: Path) -> Path:
                     "memco_table13",
                     "alfworld",
                     method,
-                    f"step_budget_{budget}",
+                    f"budget_{budget}",
                     bb,
                     seed,
                     alfworld_metrics(acc, acc - 0.05, budget * 0.6),

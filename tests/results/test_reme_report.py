@@ -1,5 +1,7 @@
-"""notebooks/reme.ipynb on an empty results dir and on a small fake results tree (Tables 1-5,
-Figure 4 cells, episodes for Figure 5, the cross-paper runs), plus unit tests of
+"""notebooks/reme.ipynb on an empty results dir and on a small hand-built results tree in the
+pipeline's layout and keys (Tables 1-5, Figure 4 cells, episodes for Figure 5, the cross-paper
+runs, ``memory_token_usage`` / ``memory_fallbacks``; Table 1, Figure 5 and the cost table on
+runs the pipeline really wrote are in test_notebooks_real_runs.py), plus unit tests of
 memarena.results.reme_report, of the selection of a section's runs by the report membership
 their metrics.json declares, and of the paper's stated numbers."""
 
@@ -17,7 +19,7 @@ from memarena.results.report_common import declaring_configs, experiment_configs
 
 REME_NB = ROOT / "notebooks" / "reme.ipynb"
 PNG = b"\x89PNG\r\n\x1a\n"
-BB = "qwen3_8b"
+BB = "qwen3-8b"  # conf/backbone/qwen3_8b.yaml's name, as in result paths
 TASKS = [f"multi_turn_base_{i}" for i in range(10)]
 CONFIGS = {c.name: c for c in experiment_configs()}  # conf/experiment/*.yaml
 
@@ -150,9 +152,16 @@ def build_fake_tree(root: Path) -> Path:
         "acquisition_llm_calls_per_task": 12.0,
         "acquisition_tokens_per_task": 30000.0,
         "memory_token_usage": {
-            "summarize": {"calls": 300, "prompt_tokens": 1000, "completion_tokens": 500},
-            "judge": {"calls": 100, "prompt_tokens": 200, "completion_tokens": 50},
+            "summarize": {
+                "calls": 300,
+                "requests": 300,
+                "prompt_tokens": 1000,
+                "completion_tokens": 500,
+            },
+            "judge": {"calls": 100, "requests": 100, "prompt_tokens": 200, "completion_tokens": 50},
         },
+        "memory_fallbacks": {"json_invalid": 1, "reme_summarize": 2},
+        "memory_fallback_rate": 0.0075,  # 3 of 400 requests
     }
     write_run(
         root,
@@ -292,6 +301,8 @@ def test_notebook_on_fake_results(tmp_path):
     assert cost.loc["reme", "acquisition_llm_calls_per_task"] == 12.0
     assert cost.loc["reme", "tokens/summarize"] == 1500 and cost.loc["reme", "calls/judge"] == 100
     assert cost.loc["dynamic", "memory_deleted"] == 7
+    assert cost.loc["reme", "memory_fallbacks"] == 3  # json_invalid + reme_summarize
+    assert cost.loc["reme", "memory_fallback_rate"] == 0.0075
     other = pd.read_csv(out / "other_benchmarks.csv").set_index("variant")
     assert other.loc["reme", "success_rate"] == "45.00 ± 5.00"
     assert other.loc["reme", "success_gain_pp"] == pytest.approx(10.0)

@@ -12,7 +12,8 @@ the paper's numbers alone.
 Conventions: ``setting`` is the benchmark (``pddl``, ``hotpotqa``, ``fever``: the env name
 without its dataset suffix, so ``hotpotqa_distractor`` and ``fever_official`` count); the
 score is in percent, ``progress`` (progress rate) on PDDL and ``em`` (exact match =
-success rate) on HotpotQA and FEVER, the paper's metrics; ``variant`` is the method name, or
+success rate) on HotpotQA and FEVER, the paper's metrics (a stand-in keeps its benchmark's
+metric: ``pddl_generated`` is scored by progress); ``variant`` is the method name, or
 for an ablation its last name component (``evograph/add_keep`` gives ``add_keep``), matching
 the paper CSV's ``variant``. Backbones match the paper's by :func:`backbone_key`
 (``GPT-4o-mini`` = ``gpt_4o_mini``).
@@ -83,12 +84,23 @@ def command_for(section: str, conf_dir: str | Path | None = None) -> str:
 STAND_INS = ("_generated", "_suite", "_smoke")  # env names of the embedded stand-in data
 
 
+def benchmark_of(env: object) -> str:
+    """The benchmark an env name belongs to, stand-ins included (``pddl_generated`` ->
+    ``pddl``, ``fever_official`` -> ``fever``)."""
+    return str(env).split("_")[0]
+
+
+def score_of(setting: object) -> str:
+    """The paper's score of a setting's benchmark: ``progress`` (PDDL) or ``em``."""
+    return SCORE.get(benchmark_of(setting), "em")
+
+
 def setting_of(env: object) -> str:
     """``pddl`` / ``hotpotqa`` / ``fever`` from an env name (``fever_official`` -> ``fever``).
     Runs on embedded stand-in data (``pddl_generated``, ``fever_smoke``, ...) keep their own
     name, so they never stand beside the paper's numbers as the benchmark's."""
     name = str(env)
-    return name if name.endswith(STAND_INS) else name.split("_")[0]
+    return name if name.endswith(STAND_INS) else benchmark_of(name)
 
 
 def load_runs(results_dir: str | Path, section: str) -> pd.DataFrame:
@@ -108,9 +120,10 @@ def report_missing(runs: pd.DataFrame, section: str, conf_dir: str | Path | None
 
 def long_metrics(runs: pd.DataFrame) -> pd.DataFrame:
     """One row per run x metric: the score (``progress`` / ``em``, %), ``tokens_per_task``,
-    ``memory_token_share_pct`` (the memory method's own tokens / all tokens) and, where the
-    run's metrics.json has ``token_usage`` per purpose, ``controller_token_share_pct`` (purposes
-    whose name contains ``controller`` / all purposes)."""
+    ``memory_token_share_pct`` (the memory method's own evaluation tokens ``memory_tokens`` /
+    all tokens, ``tokens_per_task`` x ``n_episodes``) and, where the run's metrics.json has
+    ``memory_token_usage`` per purpose, ``controller_token_share_pct`` (purposes whose name
+    contains ``controller`` / all purposes)."""
     cols = ["experiment", "env", "setting", "backbone", "variant", "seed", "metric", "value"]
     if runs.empty:
         return pd.DataFrame(columns=cols)
@@ -123,7 +136,7 @@ def long_metrics(runs: pd.DataFrame) -> pd.DataFrame:
             if value is not None and not math.isnan(value):
                 rows.append({**base, "metric": metric, "value": float(value)})
 
-        score = SCORE.get(setting, "em")
+        score = score_of(setting)
         src = _num(run.get("progress_rate" if score == "progress" else "success_rate"))
         add(score, None if src is None else 100.0 * src)
         tpt = _num(run.get("tokens_per_task"))

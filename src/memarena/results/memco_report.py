@@ -8,12 +8,16 @@ every run whose config declared it (``report: {paper: memco, tables: [...]}`` in
 Every function accepts an empty result and then returns an empty frame / draws the paper's
 numbers alone.
 
-Conventions: accuracy and progress are in percent (the paper's unit); ``setting`` is ``fever``,
-``pddl``, ``scienceworld``, ``alfworld`` (pooled) and ``alfworld_familiar`` /
-``alfworld_heldout`` (``per_split/valid_seen`` / ``valid_unseen``; ``per_subset/`` is also
-read); ``variant`` is the method name, or for an ablation its last name component
+Conventions: accuracy and progress are in percent (the paper's unit); ``setting`` is the env
+name (``fever``, ``pddl``, ``scienceworld``, ``alfworld`` pooled; a stand-in keeps its own name,
+e.g. ``pddl_generated``, so it never stands beside the paper's numbers) and, for a run whose
+metrics.json splits its test set into familiar / held-out layouts (``per_split/valid_seen`` /
+``per_split/valid_unseen``), ``<env>_familiar`` / ``<env>_heldout`` (``alfworld_familiar``);
+``variant`` is the method name, or for an ablation its last name component
 (``memco/local_only``, ``memco-local_only`` and ``local_only`` all give ``local_only``),
-which matches the paper CSV's ``variant``.
+which matches the paper CSV's ``variant``. The memory-cost metrics (:data:`MEMORY_COST`) are
+the pipeline's ``global_records`` (MemCo's promoted records), ``avg_mem_entries`` and
+``mem_words_per_call`` (entries and words of memory shown per retrieval call).
 """
 
 from __future__ import annotations
@@ -62,23 +66,12 @@ LAMBDAS = ("lambda_0.25", "lambda_0.30", "lambda_0.35", "lambda_0.40", "lambda_0
 SUBSETS = {"valid_seen": "familiar", "valid_unseen": "heldout"}
 PERCENT = {"success_rate": "accuracy", "progress_rate": "progress"}
 PLAIN = {"avg_steps": "steps", "tokens_per_task": "tokens_per_task"}
-# memory-cost columns of Table 12 / Fig. 3(a-c): first name found (exactly, or as the last
-# component of a flattened key such as memory/global_records) wins
+# memory-cost metrics of Table 12 / Fig. 3(a-c) -> the metrics.json key the pipeline writes
+# (MemCo's global_records; avg_mem_entries / mem_words_per_call of every retrieving method)
 MEMORY_COST = {
-    "global_records": ("global_records", "n_global_records", "global_memory_size"),
-    "avg_mem_entries": (
-        "avg_mem_entries",
-        "avg_memory_entries",
-        "avg_retrieved_entries",
-        "mem_entries_per_call",
-    ),
-    "mem_tokens_per_call": (
-        "mem_words_per_call",
-        "mem_tokens_per_call",
-        "avg_mem_tokens",
-        "avg_memory_tokens",
-        "memory_prompt_tokens_per_call",
-    ),
+    "global_records": "global_records",
+    "avg_mem_entries": "avg_mem_entries",
+    "mem_tokens_per_call": "mem_words_per_call",  # words: the pipeline counts no tokens here
 }
 
 
@@ -114,17 +107,10 @@ def report_missing(runs: pd.DataFrame, section: str, conf_dir: str | Path | None
     return _report_missing(runs, PAPER, check_section(section, SECTIONS, PAPER), conf_dir)
 
 
-def _find(columns: Sequence[str], names: Sequence[str]) -> str | None:
-    for name in names:
-        for col in columns:
-            if col == name or col.endswith("/" + name):
-                return col
-    return None
-
-
 def long_metrics(runs: pd.DataFrame) -> pd.DataFrame:
     """One row per run x setting x metric: accuracy / progress (%), steps, tokens_per_task,
-    memory-cost metrics; ALFWorld runs add their familiar / held-out subsets."""
+    memory-cost metrics (:data:`MEMORY_COST`); runs with ``per_split/valid_seen`` /
+    ``valid_unseen`` (ALFWorld) add their familiar / held-out settings."""
     cols = [
         "experiment",
         "env",
@@ -154,19 +140,14 @@ def long_metrics(runs: pd.DataFrame) -> pd.DataFrame:
                     )
 
         add(run["env"], "")
-        if run["env"] == "alfworld":
-            for subset, split in SUBSETS.items():
-                for group in ("per_split", "per_subset"):  # metrics.py writes per_split
-                    prefix = f"{group}/{subset}/"
-                    if not pd.isna(run.get(prefix + "success_rate", math.nan)):
-                        add(f"alfworld_{split}", prefix)
-                        break
-        for name, candidates in MEMORY_COST.items():
-            col = _find(list(runs.columns), candidates)
-            if col is not None and not pd.isna(run.get(col)):
-                rows.append(
-                    {**base, "setting": run["env"], "metric": name, "value": float(run[col])}
-                )
+        for split, name in SUBSETS.items():
+            prefix = f"per_split/{split}/"
+            if not pd.isna(run.get(prefix + "success_rate", math.nan)):
+                add(f"{run['env']}_{name}", prefix)
+        for name, key in MEMORY_COST.items():
+            value = run.get(key)
+            if value is not None and not pd.isna(value):
+                rows.append({**base, "setting": run["env"], "metric": name, "value": float(value)})
     return pd.DataFrame(rows, columns=cols)
 
 

@@ -41,6 +41,7 @@ from memarena.results.report_common import (  # noqa: F401  (re-exported for the
     mean_line,
     number,
     ordered,
+    purpose_calls,
     purpose_tokens,
     run_ids,
     save_figure,
@@ -646,17 +647,31 @@ COST_METRICS = (
     "reflection_attempts",
     "reflection_successes",
     "memory_fallbacks",
+    "memory_fallback_rate",
     "memory_tokens",
     "tokens_per_task",
 )
 
 
+def fallbacks(run: pd.Series | dict) -> float | None:
+    """The memory LLM's malformed answers of a run, all kinds: the sum of the flattened
+    ``memory_fallbacks/<kind>`` counts (the pipeline writes ``memory_fallbacks: {}`` and a
+    ``memory_fallback_rate`` for a run without any: 0), None for a run that records neither."""
+    run = dict(run)
+    counts = [number(v) for k, v in run.items() if str(k).startswith("memory_fallbacks/")]
+    counts = [c for c in counts if c is not None]
+    if not counts and number(run.get("memory_fallback_rate")) is None:
+        return None
+    return sum(counts)
+
+
 def cost_table(runs: pd.DataFrame) -> pd.DataFrame:
     """Per env, backbone, variant: the mean over seeds of acquisition LLM calls and tokens per
     train task, memory size and its changes (added, deleted, judge-rejected, duplicates),
-    reflections, fallbacks, tokens per test task and the memory LLM's tokens per purpose
+    reflections, fallbacks (``memory_fallbacks``: all kinds, :func:`fallbacks`; and
+    ``memory_fallback_rate``), tokens per test task and the memory LLM's tokens per purpose
     (``tokens/<purpose>``: summarize, judge, generalize, rerank, rewrite, reflect) and calls
-    (``calls/<purpose>``)."""
+    (``calls/<purpose>``), from ``memory_token_usage``."""
     by = ["env", "backbone", "variant"]
     if runs.empty:
         return pd.DataFrame(columns=[*by, "n_seeds", *COST_METRICS])
@@ -664,9 +679,10 @@ def cost_table(runs: pd.DataFrame) -> pd.DataFrame:
     for _, run in runs.iterrows():
         row = run_ids(run)
         row.update({m: number(run.get(m)) for m in COST_METRICS})
+        row["memory_fallbacks"] = fallbacks(run)
         for purpose, tokens in purpose_tokens(run).items():
             row[f"tokens/{purpose}"] = tokens
-            row[f"calls/{purpose}"] = number(run.get(f"memory_token_usage/{purpose}/calls"))
+            row[f"calls/{purpose}"] = purpose_calls(run, purpose)
         rows.append(row)
     df = pd.DataFrame(rows)
     values = [c for c in df.columns if c not in [*by, "seed", "experiment"]]

@@ -126,36 +126,28 @@ def ordered(names: Sequence[str], order: Sequence[str]) -> list[str]:
     return known + sorted(m for m in names if m not in known)
 
 
-def purpose_tokens(run: pd.Series | dict) -> dict[str, float]:
-    """Tokens per purpose from the flattened ``token_usage/...`` entries of a run.
+USAGE = "memory_token_usage/"  # metrics.json: the memory LLM's usage per purpose (pipeline)
+TOKEN_FIELDS = ("prompt_tokens", "completion_tokens")
 
-    ``token_usage`` (or ``memory_token_usage``) may map purpose -> tokens, or purpose ->
-    {prompt_tokens, completion_tokens, ...}; a purpose's ``total`` / ``total_tokens`` /
-    ``tokens`` entry wins over summing its prompt and completion tokens (other entries, e.g.
-    ``calls``, are ignored).
-    """
-    leaves: dict[str, dict[str, float]] = {}
+
+def purpose_tokens(run: pd.Series | dict) -> dict[str, float]:
+    """Tokens per purpose of the memory method's own LLM calls: the flattened
+    ``memory_token_usage/<purpose>/{calls, requests, prompt_tokens, completion_tokens}``
+    entries of a run (acquisition and evaluation, as the pipeline writes them), each purpose's
+    prompt plus completion tokens; a purpose without token counts is left out."""
+    out: dict[str, float] = {}
     for key, value in dict(run).items():
-        key = str(key).removeprefix("memory_")  # memory_token_usage/... (G-Memory, ReMe)
-        if not key.startswith("token_usage/"):
-            continue
+        purpose, _, field = str(key).removeprefix(USAGE).partition("/")
         v = number(value)
-        if v is None:
+        if not str(key).startswith(USAGE) or field not in TOKEN_FIELDS or v is None:
             continue
-        rest = str(key)[len("token_usage/") :].split("/")
-        purpose, leaf = rest[0], ("/".join(rest[1:]) or "")
-        leaves.setdefault(purpose, {})[leaf] = v
-    out = {}
-    for purpose, parts in leaves.items():
-        for total in ("", "total", "total_tokens", "tokens"):
-            if total in parts:
-                out[purpose] = parts[total]
-                break
-        else:
-            out[purpose] = sum(
-                v for k, v in parts.items() if k in ("prompt_tokens", "completion_tokens")
-            )
+        out[purpose] = out.get(purpose, 0.0) + v
     return out
+
+
+def purpose_calls(run: pd.Series | dict, purpose: str) -> float | None:
+    """The memory LLM's calls for ``purpose`` (``memory_token_usage/<purpose>/calls``)."""
+    return number(dict(run).get(f"{USAGE}{purpose}/calls"))
 
 
 def run_ids(run: pd.Series | dict) -> dict[str, Any]:
