@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 
 import pytest
 from doubles import FakeEmbedder, FakeLLM
@@ -80,7 +79,7 @@ def _method(cfg) -> MemoryMethod:
 def test_every_method_is_built(standins, option):
     extra, _ = standins
     memory = _method(_compose([f"method={option}", "env=pddl", *extra]))
-    assert memory.name == option or option in ("none",)
+    assert memory.name == option  # NoMemory's name is "none" too
 
 
 @pytest.mark.parametrize("option", [o for o in _options("ablation") if o != "none"])
@@ -97,9 +96,11 @@ def test_every_ablation_is_built_with_its_method(standins, option):
 @pytest.mark.parametrize("option", _options("env"))
 def test_every_env_is_built(standins, option):
     extra, _ = standins
-    env = build_part(_compose([f"env={option}", "method=none", *extra]).env)
-    try:
-        assert isinstance(env, Env) and env.name and env.step_budget >= 1
+    cfg = _compose([f"env={option}", "method=none", *extra])
+    env = build_part(cfg.env)
+    try:  # the env carries the name and budget its config gives (e.g. alfworld_suite, 30)
+        assert isinstance(env, Env)
+        assert (env.name, env.step_budget) == (cfg.env.name, cfg.env.step_budget)
     finally:
         env.close()
 
@@ -124,10 +125,10 @@ def test_every_wikipedia_backend_is_built(standins, option):
 @pytest.mark.parametrize("option", _options("backbone"))
 def test_every_backbone_is_built_as_a_policy(standins, option):
     extra, _ = standins
-    agent = build_part(_compose([f"backbone={option}", "method=none", *extra]).backbone)
-    policy = as_policy(agent)
+    cfg = _compose([f"backbone={option}", "method=none", *extra])
+    policy = as_policy(build_part(cfg.backbone))
     try:
-        assert isinstance(policy, Policy) and policy.name
+        assert isinstance(policy, Policy) and policy.name == cfg.backbone.name
         assert policy.is_llm == (option != "scripted")
     finally:
         policy.close()
@@ -244,4 +245,4 @@ def test_constructors_refuse_unknown_keys_too():
 
     with pytest.raises(TypeError, match="treshold"):
         MemCo(env_name="pddl", treshold=0.9)
-    assert sys.modules["memarena.memory.memco"]
+    assert MemCo(env_name="pddl", threshold=0.9).threshold == 0.9  # the right key is taken

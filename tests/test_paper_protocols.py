@@ -5,6 +5,7 @@ worked examples while every method gets the same one case."""
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -47,10 +48,13 @@ def test_paper_experiments_pin_data_backbone_sampling_and_free_actions(experimen
         assert cfg.protocol.max_train_tasks == 0
     if experiment.startswith("reme_"):
         assert cfg.backbone.name == "qwen3-8b"
-        if experiment != "reme_other_benchmarks":  # that one runs under MemCo's protocol
+        if experiment != "reme_other_benchmarks":
             assert cfg.embedder.name.startswith("qwen3-embedding")
             assert cfg.protocol.temperature == 0.9
             assert (cfg.protocol.runs, cfg.protocol.repetitions) == (4, 3)
+        else:  # that one runs under MemCo's protocol: its sampling, one run
+            assert cfg.protocol.temperature == 0.1
+            assert (cfg.protocol.runs, cfg.protocol.repetitions) == (1, 1)
 
 
 def test_learning_ablations_update_after_every_task():
@@ -107,13 +111,23 @@ def test_online_runs_update_after_every_task_and_save_their_final_memory(tmp_pat
     assert [e["update"] for e in episodes] == [0, 1, 2, 3]
     assert episodes[0]["memory_ids"] == []
     # the second task is shown the first one and the insight its controller call added
-    assert episodes[0]["task_id"] in episodes[1]["memory_ids"]
-    assert any(m.startswith("ins-") for m in episodes[1]["memory_ids"])
+    assert episodes[1]["memory_ids"] == [episodes[0]["task_id"], "ins-0001"]
     assert metrics["update_every"] == 1
     final = run_dir / "memory_final" / "run0"
     state = json.loads((final / "memory.json").read_text())["state"]
-    assert (final / "SNAPSHOT_COMPLETE").exists() and state["insights"]
-    assert any(i.get("parent") for i in state["insights"])  # a revised insight: a chain
+    assert (final / "SNAPSHOT_COMPLETE").exists()
+    # every task ADDs one insight and REVISEs each shown one (a new version, the old archived):
+    # task 1 revises ins-0001; task 2 is shown ins-0002; task 3 ins-0003 and ins-0004
+    assert [(i["id"], i.get("parent"), i["active"]) for i in state["insights"]] == [
+        ("ins-0001", None, False),
+        ("ins-0002", "ins-0001", False),
+        ("ins-0003", None, False),
+        ("ins-0004", "ins-0002", False),
+        ("ins-0005", None, True),
+        ("ins-0006", "ins-0003", True),
+        ("ins-0007", "ins-0004", True),
+        ("ins-0008", None, True),
+    ]
 
 
 def test_the_case_study_reads_the_memory_an_online_run_wrote(tmp_path):
@@ -128,8 +142,14 @@ def test_the_case_study_reads_the_memory_an_online_run_wrote(tmp_path):
     text = notebook_text(nb)
     assert f"snapshot: {run_dir / 'memory_final' / 'run0'}" in text
     assert (out / "fig2_case_study.png").exists()
-    versions = (out / "case_study_versions.csv").read_text().splitlines()
-    assert len(versions) >= 3  # header + a chain of at least two versions
+    versions = list(csv.DictReader((out / "case_study_versions.csv").open()))
+    # the double REVISEs every shown insight: the first task's insight is revised by the second
+    # and third tasks, a chain of three versions (ins-0003 is the second task's own ADD)
+    assert [(v["version"], v["id"], v["parent"], v["active"]) for v in versions] == [
+        ("1", "ins-0001", "", "False"),
+        ("2", "ins-0002", "ins-0001", "False"),
+        ("3", "ins-0004", "ins-0002", "True"),
+    ]
 
 
 class EchoExamples:

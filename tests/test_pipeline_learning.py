@@ -170,7 +170,8 @@ def test_acquisition_samples_are_observed_as_one_group_per_task(tmp_path):
     assert again.groups == [[f"train{i}"] * 3 for i in range(4)]
     assert again.batches == [1, 1, 1, 1]  # the replay makes the same updates
     prompts = [p for p, _ in parts.policy.backbone.seeds]
-    assert prompts and all("task 3" in p for p in prompts)  # only train3 ran again
+    # only train3 ran again: 3 samples x 3 steps (no lesson, so "wait" until the budget)
+    assert len(prompts) == 9 and all("task 3" in p for p in prompts)
 
 
 def test_a_method_that_does_not_read_while_acquiring_is_observed_in_batches(tmp_path):

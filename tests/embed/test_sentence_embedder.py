@@ -72,7 +72,8 @@ def test_config_instantiates(embedder, tmp_path):
 def test_qwen3_embedding_config_composes():
     node = OmegaConf.load(CONF / "embedder" / "qwen3_embedding.yaml")
     assert node._target_ == "memarena.embed.sentence.SentenceEmbedder"
-    assert node.name and node.model and node.normalize is True
+    assert (node.name, node.model) == ("qwen3-embedding-0.6b", "Qwen/Qwen3-Embedding-0.6B")
+    assert node.normalize is True
 
 
 def test_missing_package_names_the_pip_command(monkeypatch):

@@ -71,7 +71,8 @@ def test_reset_step_feedback(env):
     assert isinstance(ep, Episode)
     obs = ep.reset()
     assert "Your task is to:" in obs.text and obs.goal == task.goal
-    assert obs.admissible_actions and all(isinstance(a, str) for a in obs.admissible_actions)
+    assert all(isinstance(a, str) for a in obs.admissible_actions)
+    assert {"look", "inventory"} <= set(obs.admissible_actions)  # always admissible
     r = ep.step("fly to the moon")
     assert r.observation.text == "Nothing happens."
     assert (r.feedback.valid_action, r.feedback.state_changed, r.feedback.failure_label) == (
@@ -111,8 +112,7 @@ def test_put_alias_and_progress(env):
     ep.close()
 
 
-@pytest.mark.slow  # ~10 s per task type
-@pytest.mark.parametrize("short", list(TASK_TYPES))
+@pytest.mark.parametrize("short", list(TASK_TYPES))  # ~10 s per task type, in the default run
 def test_expert_solves_every_task_type(short, tmp_path):
     domain = next(d for d, s in SCENES.items() if short in s.task_types)
     for attempt in range(20):
@@ -185,15 +185,13 @@ def test_official_layout_and_task_list(env, tmp_path):
         task_list=str(tmp_path / "lists"),
         domains=["kitchen", "living_room", "bedroom", "bathroom"],
     )
-    assert [t.payload["key"] for t in listed.tasks("valid_unseen")] == [
-        k for k in picked if k.split("-")[-1].split("/")[0]
-    ]
+    assert [t.payload["key"] for t in listed.tasks("valid_unseen")] == picked  # the list's order
     assert listed.tasks("train") == []
 
 
 def test_memco_task_lists_parse():
     if not MEMCO_LISTS.exists():
-        pytest.skip(f"MemCo task lists not found at {MEMCO_LISTS} (../shared beside the checkout)")
+        pytest.fail(f"MemCo task lists not found at {MEMCO_LISTS} (../shared beside the checkout)")
     lists = read_task_list(MEMCO_LISTS)
     assert set(lists) == {"train", "valid_seen", "valid_unseen"}
     # MemCo Appendix F.1: train / Familiar / Held-out per scene domain

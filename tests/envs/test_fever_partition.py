@@ -56,9 +56,15 @@ def test_partition_counts_balance_and_disjointness():
     fever = {c["id"]: c["label"] for c in claims}
     for r in rows:
         assert conf[r["id"]].ab_domain == r["ab_domain"] != "other"
-        assert conf[r["id"]].confidence >= 0.6
-        assert r["label"] == fever[r["id"]]
-        assert set(r) == {"id", "split", "ab_domain", "label", "confidence", "main_domain"}
+        # only confident claims (0.95; the 0.3 third is below min_confidence), every field
+        assert r == {
+            "id": r["id"],
+            "split": r["split"],
+            "ab_domain": r["ab_domain"],
+            "label": fever[r["id"]],
+            "confidence": 0.95,
+            "main_domain": r["ab_domain"].lower(),
+        }
     for domain in ("A_film_tv", "B_music"):
         test = Counter(
             r["label"] for r in rows if r["split"] == "test" and r["ab_domain"] == domain
@@ -208,8 +214,12 @@ def test_embedding_labeller_on_obvious_claims():
     labels = labeller.label(claims)
     got = [lab.ab_domain for lab in labels]
     assert got == ["A_film_tv", "B_music", "A_film_tv", "B_music", "other", "other"]
-    assert all(0.5 < lab.confidence <= 1.0 for lab in labels)
-    assert labels[0].main_domain in {"film", "director"}
+    # softmax at temperature 0.03 over the three best-prototype cosines: clear winners (MiniLM on
+    # the CPU gives 0.991, 0.947, 1.000, 0.994, 0.995, 0.999)
+    confidences = [lab.confidence for lab in labels]
+    assert confidences == pytest.approx([0.99, 0.95, 1.0, 0.99, 0.99, 1.0], abs=0.01)
+    topics = [lab.main_domain for lab in labels]  # the best prototype inside the chosen domain
+    assert topics == ["film", "music_genre", "tv_series", "music_awards", "sports", "politics"]
 
 
 def test_agreement_confusion():

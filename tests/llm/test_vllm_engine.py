@@ -220,7 +220,8 @@ def test_close_shuts_an_engine_down_after_its_last_backbone(fake_vllm):
     assert runtime.held("vllm") == {repr(agent.engine_key): 2, repr(judge.engine_key): 1}
     agent.close()
     agent.close()  # harmless
-    assert FakeLLM.events == [] and memory.generate([user("still served")])[0].text
+    assert FakeLLM.events == []
+    assert memory.generate([user("still served")])[0].text == "free text. STOP here"  # served
     memory.close()
     # the distributed state stays while another engine is alive
     assert FakeLLM.events == ["shutdown Qwen/Qwen3-8B"]
@@ -258,7 +259,13 @@ def test_old_vllm_without_guided_decoding_is_a_config_error(monkeypatch):
         make()
 
 
-PRESETS = ["qwen3_4b", "qwen3_8b", "qwen3_14b", "qwen3_32b", "qwen2.5_7b"]
+PRESETS = {
+    "qwen3_4b": "Qwen/Qwen3-4B",
+    "qwen3_8b": "Qwen/Qwen3-8B",
+    "qwen3_14b": "Qwen/Qwen3-14B",
+    "qwen3_32b": "Qwen/Qwen3-32B",
+    "qwen2.5_7b": "Qwen/Qwen2.5-7B-Instruct",
+}
 
 
 @pytest.mark.parametrize("preset", PRESETS)
@@ -268,7 +275,7 @@ def test_hydra_presets_instantiate_the_engine(fake_vllm, preset, tmp_path):
     bb = instantiate(node, _convert_="all")
     assert isinstance(bb, VLLMBackbone) and bb.name == preset.replace("_", "-")
     (llm,) = FakeLLM.instances
-    assert llm.engine_args["model"].startswith("Qwen/")
+    assert llm.engine_args["model"] == PRESETS[preset]  # the hub id of the paper's model
     assert llm.engine_args["tensor_parallel_size"] == (2 if preset == "qwen3_32b" else 1)
     thinking = {} if preset.startswith("qwen2.5") else {"enable_thinking": False}
     assert bb.chat_template_kwargs == thinking

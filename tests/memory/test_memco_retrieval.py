@@ -343,7 +343,7 @@ def test_local_grounding_overrides_abstract_step():
     out = compose(local, [global_entry(g)], q, ADAPTER)
     assert out.memory_ids == [local[0].id]  # same step (clean soap), different action
     wf = compose(local, [global_entry(GLOBAL_WF)], q, ADAPTER)
-    assert "global:workflow:g1" in wf.memory_ids
+    assert wf.memory_ids == [local[0].id, "global:workflow:g1"]
     assert "Next priority: clean soap with basin" in wf.text  # local grounding of the step
 
 
@@ -386,7 +386,11 @@ def test_concat_mode_lists_the_retrieved_entries_as_stored():
         listed = [ln for ln in out.text.splitlines() if ln.startswith("- ")]
         assert listed == [stored_line(e) for e in picked.local + picked.global_]
         shown[name] = out.memory_ids
-    assert shown["sink"] != shown["vanity"]
+    # at the sink: the clean step and its precondition; at the vanity: the put step
+    assert shown == {
+        "sink": [local[0].id, local[3].id, "global:workflow:g1"],
+        "vanity": [local[1].id, "global:workflow:g1"],
+    }
     # global records stay as stored: placeholders, no binding, no Decision Summary
     wf = concat_context([], [global_entry(GLOBAL_WF)])
     assert "put <object> in <destination>" in wf.text and "Decision Summary" not in wf.text

@@ -1,0 +1,70 @@
+"""G-Memory query-graph cost (Eq. 1-4) on synthetic query embeddings.
+
+    python benchmarks/gmemory_retrieval.py --sizes 5000 20000
+
+Each graph holds N queries with random unit embeddings of ``--dim`` dimensions (384: MiniLM's),
+added one by one through ``QueryGraph.add`` (each add ranks the new query against every stored
+one to link it; at 384 dimensions no random pair reaches G-Memory's link threshold 0.85, so the
+graph has no edges and ``hops`` expands nothing; the line prints the edge count). Then
+``retrieve(probe, k=1, hops=1)`` (the G-Memory defaults) and ``nearest(probe, 5, RESOLVED)``
+(the solved-task pool) are timed over random probes. One process; numpy uses the BLAS threads
+it picks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+
+from memarena.memory.gmemory.query_graph import FAILED, RESOLVED, QueryGraph, QueryNode
+
+
+def percentiles(times: list[float]) -> tuple[float, float]:
+    times = sorted(times)
+    return statistics.median(times) * 1e3, times[int(0.95 * (len(times) - 1))] * 1e3
+
+
+def run(n: int, dim: int, probes: int, seed: int) -> str:
+    rng = np.random.default_rng(seed)
+    vectors = rng.normal(size=(n, dim)).astype(np.float32)
+    graph = QueryGraph(link_k=10, link_threshold=0.85)
+    start = time.perf_counter()
+    for i, vector in enumerate(vectors):
+        status = RESOLVED if i % 2 == 0 else FAILED
+        graph.add(QueryNode(id=f"q{i}", goal=f"q{i}", status=status), vector)
+    build_s = time.perf_counter() - start
+    retrieve, nearest = [], []
+    for probe in rng.normal(size=(probes, dim)).astype(np.float32):
+        t0 = time.perf_counter()
+        graph.retrieve(probe, k=1, hops=1)
+        t1 = time.perf_counter()
+        graph.nearest(probe, 5, RESOLVED)
+        t2 = time.perf_counter()
+        retrieve.append(t1 - t0)
+        nearest.append(t2 - t1)
+    r50, r95 = percentiles(retrieve)
+    n50, n95 = percentiles(nearest)
+    return (
+        f"gmemory_retrieval queries={n} dim={dim} edges={graph.graph.number_of_edges()} "
+        f"build_s={build_s:.2f} add_mean_ms={build_s / n * 1e3:.3f} "
+        f"retrieve_p50_ms={r50:.3f} retrieve_p95_ms={r95:.3f} "
+        f"nearest_resolved_p50_ms={n50:.3f} nearest_resolved_p95_ms={n95:.3f} probes={probes}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[5_000, 20_000])
+    parser.add_argument("--dim", type=int, default=384)
+    parser.add_argument("--probes", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    for n in args.sizes:
+        print(run(n, args.dim, args.probes, args.seed), flush=True)
+
+
+if __name__ == "__main__":
+    main()
