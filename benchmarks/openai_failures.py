@@ -22,31 +22,11 @@ import time
 
 from memarena.core.llm_types import ChatRequest
 from memarena.llm.local_server import SERVED_NAME, embedded_server, free_port
-from memarena.llm.openai_engine import OpenAIBackbone
-
-
-def counted(backbone: OpenAIBackbone) -> list[dict]:
-    """The request bodies the backbone's client sends, one per attempt."""
-    sent: list[dict] = []
-    make_client = backbone._make_client
-
-    def client():
-        real = make_client()
-        create = real.chat.completions.create
-
-        async def counting(**body):
-            sent.append(body)
-            return await create(**body)
-
-        real.chat.completions.create = counting
-        return real
-
-    backbone._make_client = client
-    return sent
+from memarena.llm.openai_engine import OpenAIBackbone, record_attempts
 
 
 def measure(case: str, backbone: OpenAIBackbone, requests: list[ChatRequest]) -> dict:
-    sent = counted(backbone)
+    sent = record_attempts(backbone)
     try:
         start = time.perf_counter()
         out = backbone.generate(requests)

@@ -129,3 +129,16 @@ class SchemaLLM:
 
     def close(self) -> None:
         return None
+
+
+def use_schema_llm(cfg) -> None:
+    """Make a composed run config's memory LLM a :class:`SchemaLLM` (every JSON request gets a
+    valid answer for its schema), in place."""
+    from omegaconf import OmegaConf
+
+    OmegaConf.update(
+        cfg,
+        "memory_backbone",
+        {"_target_": "doubles.SchemaLLM", "name": "schema-llm", "same_as_agent": False},
+        merge=False,
+    )

@@ -14,7 +14,7 @@ import hashlib
 import json
 
 import pytest
-from omegaconf import OmegaConf
+from doubles import use_schema_llm
 
 from conftest import compose_cfg
 from memarena.core import MemoryFrozenError
@@ -39,12 +39,7 @@ def _parts(tmp_path, method: str):
             f"paths.cache_dir={tmp_path / 'cache'}",
         ]
     )
-    OmegaConf.update(
-        cfg,
-        "memory_backbone",
-        {"_target_": "doubles.SchemaLLM", "name": "schema-llm", "same_as_agent": False},
-        merge=False,
-    )
+    use_schema_llm(cfg)
     return build(cfg)
 
 

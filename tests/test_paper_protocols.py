@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from omegaconf import OmegaConf
+from doubles import use_schema_llm
 
 from conftest import CONF, ROOT, compose_cfg, notebook_text, run_notebook, run_py
 from memarena.agent import EpisodeRunner, RunnerSettings, as_policy
@@ -92,12 +92,7 @@ def _evograph_online(tmp_path: Path, n_tasks: int):
             f"paths.cache_dir={tmp_path / 'cache'}",
         ]
     )
-    OmegaConf.update(
-        cfg,
-        "memory_backbone",
-        {"_target_": "doubles.SchemaLLM", "name": "schema-llm", "same_as_agent": False},
-        merge=False,
-    )
+    use_schema_llm(cfg)
     metrics = run(cfg)
     (run_dir,) = {p.parent for p in (tmp_path / "results").rglob("metrics.json")}
     return metrics, run_dir

@@ -45,7 +45,7 @@ from memarena.llm.local_server import (  # noqa: E402
     embedded_server,
     free_port,
 )
-from memarena.llm.openai_engine import OpenAIBackbone  # noqa: E402
+from memarena.llm.openai_engine import OpenAIBackbone, record_attempts  # noqa: E402
 
 SERVED = SERVED_NAME
 KEY_ENV = "MEMARENA_TEST_SERVER_KEY"
@@ -104,26 +104,6 @@ def _ask(content: str, **kwargs) -> ChatRequest:
     return ChatRequest([{"role": "user", "content": content}], **kwargs)
 
 
-def _count_attempts(backbone: OpenAIBackbone) -> list[dict]:
-    """Every request body the backbone's real client sends (one per attempt, retries too)."""
-    sent: list[dict] = []
-    make_client = backbone._make_client
-
-    def counting_client():
-        client = make_client()
-        create = client.chat.completions.create
-
-        async def counted(**body):
-            sent.append(body)
-            return await create(**body)
-
-        client.chat.completions.create = counted
-        return client
-
-    backbone._make_client = counting_client
-    return sent
-
-
 def test_plain_generation_returns_text_and_usage(server):
     backbone = _backbone(server)
     try:
@@ -164,7 +144,7 @@ def test_openai_response_format_is_rejected_by_this_server_per_request(server):
     json_schema form with a 500 (its validation error), which the engine retries as a server
     error and then answers with a counted per-request fallback."""
     backbone = _backbone(server, structured="openai", max_retries=2, backoff_s=0.1)
-    sent = _count_attempts(backbone)
+    sent = record_attempts(backbone)
     try:
         (out,) = backbone.generate([_ask("Pick one.", choices=["a", "b"])])
     finally:
@@ -201,7 +181,7 @@ def test_unreachable_server_fails_per_request_quickly():
     backbone = OpenAIBackbone(
         model=SERVED, base_url=url, api_key_env=None, timeout=2, max_retries=1, backoff_s=0.1
     )
-    sent = _count_attempts(backbone)
+    sent = record_attempts(backbone)
     try:
         out = backbone.generate([_ask("hi"), _ask("there", choices=["a", "b"])])
     finally:

@@ -509,3 +509,25 @@ class OpenAIBackbone(BackboneBase):
             closer = getattr(client, "close", None)
             loop.stop(closer() if closer is not None else None)
         super().close()
+
+
+def record_attempts(backbone: OpenAIBackbone) -> list[dict[str, Any]]:
+    """Every request body ``backbone``'s client sends from now on, one per attempt (retries
+    included): how many tries a failing request got (``benchmarks/openai_failures.py``, the
+    server tests). Call it before the backbone's first request."""
+    sent: list[dict[str, Any]] = []
+    make_client = backbone._make_client
+
+    def recording_client() -> Any:
+        client = make_client()
+        create = client.chat.completions.create
+
+        async def recorded(**body: Any) -> Any:
+            sent.append(body)
+            return await create(**body)
+
+        client.chat.completions.create = recorded
+        return client
+
+    backbone._make_client = recording_client  # type: ignore[method-assign]
+    return sent
