@@ -19,10 +19,14 @@
 #                            thinking stays off even on a server started without this default.
 #                            THINKING=keep passes nothing (vLLM older than
 #                            --default-chat-template-kwargs).
+#   TOOL_PARSER              --tool-call-parser with --enable-auto-tool-choice, so requests with
+#                            `tools` (memarena's native tool calls, backbone.native_tools) are
+#                            served and the model's <tool_call> blocks come back as tool_calls
+#                            (default: hermes for Qwen models, none otherwise; none: off)
 # Needs vLLM in the active environment: pip install vllm==0.33.0 (a GPU machine).
 set -euo pipefail
 if [ $# -lt 1 ] || [ "$1" = "-h" ] || [ "$1" = "--help" ]; then
-  sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 fi
 MODEL="$1"
@@ -47,6 +51,10 @@ args=(serve "$MODEL"
 THINKING="${THINKING:-false}"
 if [[ "${MODEL,,}" == *qwen3* ]] && [ "$THINKING" != "keep" ]; then
   args+=(--default-chat-template-kwargs "{\"enable_thinking\": $THINKING}")
+fi
+TOOL_PARSER="${TOOL_PARSER:-$([[ "${MODEL,,}" == *qwen* ]] && echo hermes || echo none)}"
+if [ "$TOOL_PARSER" != "none" ]; then
+  args+=(--enable-auto-tool-choice --tool-call-parser "$TOOL_PARSER")
 fi
 
 ADDR="$HOST"

@@ -12,16 +12,19 @@ from typing import Any
 
 
 class FakeTokenizer:
-    """Characters as tokens; a chat template that shows its kwargs."""
+    """Characters as tokens; a chat template that shows its kwargs (and records the template
+    it was given in ``templates``)."""
 
     chat_template = "{{ fake }}"
 
     def __init__(self) -> None:
         self.template_calls: list[dict[str, Any]] = []
+        self.templates: list[str | None] = []
 
     def apply_chat_template(self, messages, chat_template=None, tokenize=False, **kwargs):
         assert tokenize is False
         self.template_calls.append(dict(kwargs))
+        self.templates.append(chat_template)
         think = kwargs.get("enable_thinking")
         body = "".join(f"<{m['role']}>{m['content']}" for m in messages)
         gen = "<assistant>" if kwargs.get("add_generation_prompt") else ""

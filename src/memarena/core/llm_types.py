@@ -7,7 +7,12 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
-Message = dict[str, str]  # {"role": "system"|"user"|"assistant", "content": "..."}
+# {"role": "system"|"user"|"assistant"|"tool", "content": "..."}; an assistant message may carry
+# "tool_calls": [{"id": "call_3_0", "type": "function", "function": {"name": ..., "arguments":
+# {...}}}] (arguments as a dict, as chat templates expect); a tool message answers one call:
+# {"role": "tool", "tool_call_id": "call_3_0", "name": <function>, "content": <result text>}.
+# ``memarena.core.tool_calls`` builds and converts them.
+Message = dict[str, Any]
 
 
 # the fallback of a request that got no answer (server down, timeouts after the retries)
@@ -22,6 +27,12 @@ class ChatRequest:
     - ``choices``: the completion must be exactly one of these strings;
     - ``json_schema``: the completion must be a JSON document matching this schema.
 
+    ``tools``: OpenAI-style function tools (``[{"type": "function", "function": {"name",
+    "description", "parameters": <JSON schema>}}]``) offered natively: through the chat
+    template's ``tools`` (hf, vLLM) or the API's ``tools`` (openai). Only backbones with
+    ``native_tools`` take them. The completion stays text: each call the model makes is one
+    ``<tool_call>`` block in ``Completion.text`` (``memarena.core.tool_calls.parse_tool_calls``).
+
     ``seed`` makes sampling reproducible and is part of the cache key, so two samples of the
     same prompt at temperature > 0 (ReMe's N=8) are different cache entries. Every field is
     part of the cache key: a request holds nothing but what the model is asked.
@@ -35,19 +46,23 @@ class ChatRequest:
     top_p: float = 1.0
     max_tokens: int = 128
     seed: int = 0
+    tools: list[dict[str, Any]] | None = None  # last: positional constructions keep working
 
     def __post_init__(self) -> None:
         if self.choices is not None and self.json_schema is not None:
             raise ValueError("ChatRequest: give either choices or json_schema, not both")
         if self.choices is not None and len(self.choices) == 0:
             raise ValueError("ChatRequest: choices is an empty list; pass None for free text")
+        if self.tools is not None and len(self.tools) == 0:
+            raise ValueError("ChatRequest: tools is an empty list; pass None for no tools")
 
     def cache_key(self, model: str) -> str:
         """Stable key of (model, request) for the persistent call cache."""
         body = asdict(self)
+        if body["tools"] is None:  # requests without tools keep the keys they had before tools
+            del body["tools"]
         blob = json.dumps({"model": model, "request": body}, sort_keys=True, ensure_ascii=False)
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
-
 
 
 @dataclass

@@ -35,6 +35,12 @@ class Observation:
     goal: str
     admissible_actions: list[str] | None = None
     info: dict[str, Any] = field(default_factory=dict)
+    # for the conversation prompt format (see memarena.agent.prompts): the results of the
+    # function calls the last action made, one per call in order (they go back as tool
+    # messages when the calls were native tool calls), and whether this observation brings a
+    # new user request (multi-turn tasks: a user message never cut from the history)
+    tool_results: list[str] | None = None
+    user_turn: bool = False
 
 
 @dataclass
@@ -73,7 +79,7 @@ class Step:
     admissible_actions: list[str] | None = None
     # with ``protocol.record_prompts``: the chat messages the agent was given for this step and
     # the ids of the memory entries they showed (None otherwise, and then left out of the record)
-    prompt: list[dict[str, str]] | None = None
+    prompt: list[dict[str, Any]] | None = None
     memory_ids: list[str] | None = None
 
 
@@ -159,6 +165,10 @@ class Usage:
     completion_tokens: int = 0
     cache_hits: int = 0
     cache_misses: int = 0
+    # engines that reuse prompt KV caches (hf): prompt tokens they were given for cache misses,
+    # and how many of those came from a stored prefix instead of being computed
+    engine_prompt_tokens: int = 0
+    reused_prompt_tokens: int = 0
     fallbacks: dict[str, int] = field(default_factory=dict)
 
     def count_fallback(self, kind: str) -> None:

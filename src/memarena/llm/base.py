@@ -7,6 +7,11 @@ completions and counts everything in ``usage``: tokens of every request (cache h
 so a replayed run reports the same numbers), hits, misses and fallbacks. Each fallback kind is
 logged once per backbone; all of them are counted. A completion with fallback
 ``request_failed`` (no answer from the engine) is never stored in the cache.
+
+``native_tools`` says whether a backbone sends ``request.tools`` natively (the chat template's
+``tools``, the API's ``tools``); a request with tools to a backbone without them is a
+ConfigError. ``tools_identity`` (a tools template's name and digest) joins the cache key of
+requests with tools only, so the keys of every other request stay as they were.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from memarena.core.errors import ConfigError
 from memarena.core.llm_types import REQUEST_FAILED, ChatRequest, Completion
 from memarena.core.types import Usage
 from memarena.llm.cache import CallCache
@@ -32,8 +38,12 @@ class BackboneBase(ABC):
 
     Subclasses set ``name`` and implement ``_generate(requests)``, which returns
     one completion per request, in order. ``cache_model`` is the model identity that goes into
-    every cache key: two backbones share cache entries exactly when it is equal.
+    every cache key: two backbones share cache entries exactly when it is equal (and, for
+    requests with tools, ``tools_identity`` too).
     """
+
+    native_tools: bool = False  # sends request.tools natively (set by each engine)
+    tools_identity: str = ""  # the tools template in use, for the keys of requests with tools
 
     def __init__(self, *, name: str, cache_model: str, cache_path: str | Path | None) -> None:
         self.name = name
@@ -49,9 +59,11 @@ class BackboneBase(ABC):
     def generate(self, requests: list[ChatRequest]) -> list[Completion]:
         if not requests:
             return []
+        if not self.native_tools and any(r.tools is not None for r in requests):
+            raise ConfigError(self.no_native_tools())
         self.usage.calls += 1
         self.usage.requests += len(requests)
-        keys = [r.cache_key(self.cache_model) for r in requests]
+        keys = [r.cache_key(self.request_model(r)) for r in requests]
         found = self.cache.get_many(keys) if self.cache is not None else {}
 
         # identical uncached requests in one batch are computed once
@@ -86,6 +98,21 @@ class BackboneBase(ABC):
             if completion.fallback:
                 self.record_fallback(completion.fallback)
         return results
+
+    def request_model(self, request: ChatRequest) -> str:
+        """The model identity in ``request``'s cache key: ``cache_model``, plus the tools
+        template for a request with tools when one is set."""
+        if request.tools is not None and self.tools_identity:
+            return f"{self.cache_model}:tools={self.tools_identity}"
+        return self.cache_model
+
+    def no_native_tools(self) -> str:
+        """The ConfigError message for a request with tools to a backbone without native
+        tools (engines say how to turn them on)."""
+        return (
+            f"memarena: backbone {self.name} got a request with tools, but it does not send "
+            "tools natively (native_tools is false)."
+        )
 
     def _store(self, fresh: dict[str, Completion]) -> None:
         # a request that got no answer is asked again on a rerun, never replayed from the cache

@@ -1,7 +1,11 @@
 """HFBackbone: a transformers causal LM answering padded batches of chat requests.
 
-One ``model.generate`` call serves a whole batch of mixed requests. A per-row controller (a
-``LogitsProcessor`` plus a per-row ``StoppingCriteria``) gives each row its own:
+One padded forward pass per token serves a whole batch of mixed requests
+(:mod:`memarena.llm.hf_decode`). Prompt KV tensors are kept and reused by longest common token
+prefix (:mod:`memarena.llm.kv_prefix`): an agent's next step only prefills what its
+conversation added, and episodes share the system message and few-shot prefix
+(``prefix_cache_tokens`` bounds what is kept; 0 turns reuse off; greedy outputs are the same
+either way). A per-row controller gives each row its own:
 
 - constraint: a token trie over the tokenized ``choices`` (the output is always exactly one
   choice; a row stops as soon as its trie node leaves a single choice), or a JSON-schema
@@ -22,6 +26,10 @@ back, and the model is freed when the last backbone using it closes.
 Device, dtype and threads follow ``memarena.core.runtime`` (``resolve_device``,
 ``resolve_dtype``, ``set_cpu_threads``). CPU defaults: float32 (bfloat16 is faster on CPUs with
 native bf16 but makes a tiny model's greedy text depend on batch padding) and half the cores.
+
+Tools: a request with ``tools`` is templated with them (``native_tools``: the model's template
+renders tools, or ``tools_template`` is set, e.g. ``hermes`` for SmolLM2; see
+:mod:`memarena.llm.tool_templates`); the model's ``<tool_call>`` blocks come back as text.
 """
 
 from __future__ import annotations
@@ -41,11 +49,7 @@ import transformers
 from transformers import (
     AutoModelForCausalLM,
     AutoTokenizer,
-    GenerationConfig,
     LogitsProcessor,
-    LogitsProcessorList,
-    StoppingCriteria,
-    StoppingCriteriaList,
 )
 
 from memarena.core import runtime
@@ -53,6 +57,14 @@ from memarena.core.errors import ConfigError
 from memarena.core.llm_types import ChatRequest, Completion
 from memarena.llm.base import BackboneBase, json_matches_schema, plain
 from memarena.llm.embedded import is_embedded, resolve_embedded_llm
+from memarena.llm.hf_decode import decode_batch, supports_reuse
+from memarena.llm.kv_prefix import PrefixStore
+from memarena.llm.tool_templates import (
+    load_tools_template,
+    no_native_tools,
+    renders_tools,
+    template_args,
+)
 
 log = logging.getLogger(__name__)
 
@@ -363,14 +375,6 @@ class _BatchController(LogitsProcessor):
         return torch.tensor([row.done for row in self.rows], device=input_ids.device)
 
 
-class _RowStopper(StoppingCriteria):
-    def __init__(self, controller: _BatchController) -> None:
-        self.controller = controller
-
-    def __call__(self, input_ids, scores, **kwargs) -> torch.BoolTensor:
-        return self.controller.after_token(input_ids)
-
-
 def _sample(scores: torch.Tensor, temperature: float, top_p: float, generator) -> int:
     probs = torch.softmax(scores.float().cpu() / temperature, dim=-1)
     if top_p < 1.0:
@@ -401,6 +405,8 @@ class HFBackbone(BackboneBase):
         chat_template: str | None = None,
         chat_template_kwargs: dict[str, Any] | None = None,
         trust_remote_code: bool = False,
+        prefix_cache_tokens: int = 32768,
+        tools_template: str | None = None,
     ) -> None:
         if int(batch_size) < 1 or int(max_new_tokens) < 1:
             raise ConfigError(
@@ -414,6 +420,10 @@ class HFBackbone(BackboneBase):
         self.batch_size = int(batch_size)
         self.max_new_tokens = int(max_new_tokens)
         self.chat_template_kwargs = plain(chat_template_kwargs or {})
+        self.prefix_cache_tokens = max(0, int(prefix_cache_tokens))
+        # for requests with tools only (memarena.llm.tool_templates); their cache keys name it
+        self.tools_template = load_tools_template(tools_template)
+        self.tools_identity = self.tools_template.identity if self.tools_template else ""
         dtype_name = str(self.dtype).removeprefix("torch.")
         cache_model = f"hf:{model}:{self.source.gguf_file or ''}:{dtype_name}"
         if chat_template or self.chat_template_kwargs:
@@ -449,6 +459,7 @@ class HFBackbone(BackboneBase):
                 f"memarena: backbone.model={model} has no chat template (a base model?). Use an "
                 "instruction-tuned model or set backbone.chat_template to a Jinja template."
             )
+        self.native_tools = self.tools_template is not None or renders_tools(self.chat_template)
         self.eos_id = self.tokenizer.eos_token_id
         extra_eos = self.model.generation_config.eos_token_id
         extra_eos = extra_eos if isinstance(extra_eos, list) else [extra_eos]
@@ -458,23 +469,35 @@ class HFBackbone(BackboneBase):
         self.context_limit = getattr(self.model.config, "max_position_embeddings", None)
         self._ll_tokenizer: Any = None
         self._ll_missing = False
+        # prompt KV tensors kept for reuse (prefix_cache_tokens=0: none)
+        self.prefixes = PrefixStore(self.prefix_cache_tokens if supports_reuse(self.model) else 0)
 
     def close(self) -> None:
         """Give the shared model back (freed when no other backbone uses it), then close the
         call cache. Closing twice is harmless; a closed backbone cannot generate."""
         key, self.model_key = self.model_key, None
         self.model = None
+        if getattr(self, "prefixes", None) is not None:
+            self.prefixes.clear()
         if key is not None:
             runtime.release(key)
         super().close()
 
     # -- prompts ----------------------------------------------------------------------------
+    def no_native_tools(self) -> str:
+        return no_native_tools(self.name)
+
     def encode_prompt(self, request: ChatRequest) -> list[int]:
+        """The prompt's token ids: the chat template applied to ``request.messages`` (and
+        ``request.tools``, through the tools template when one is set)."""
+        args = template_args(
+            request, self.chat_template, self.tools_template, self.native_tools, self.name
+        )
         text = self.tokenizer.apply_chat_template(
             request.messages,
-            chat_template=self.chat_template,
             tokenize=False,
             add_generation_prompt=True,
+            **args,
             **self.chat_template_kwargs,
         )
         return self.tokenizer(text, add_special_tokens=False)["input_ids"]
@@ -494,8 +517,10 @@ class HFBackbone(BackboneBase):
             self._fit(self.encode_prompt(r), row.max_tokens)
             for r, row in zip(requests, rows, strict=True)
         ]
-        # similar lengths together: less padding (rows do not depend on their neighbours)
-        order = sorted(range(len(rows)), key=lambda i: len(prompts[i]))
+        # similar lengths still to compute together: less padding (rows never depend on their
+        # neighbours); the stored prefix a prompt will reuse is looked up in the same order
+        fresh = [len(p) - self.prefixes.match_length(p) for p in prompts]
+        order = sorted(range(len(rows)), key=fresh.__getitem__)
         todo = [i for i in order if not rows[i].done]
         for start in range(0, len(todo), self.batch_size):
             chunk = todo[start : start + self.batch_size]
@@ -552,32 +577,17 @@ class HFBackbone(BackboneBase):
         return _JsonState(matcher, self.eos_ids)
 
     def _run_batch(self, rows: list[_Row], prompts: list[list[int]]) -> None:
-        width = max(len(p) for p in prompts)
-        input_ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
-        attention = torch.zeros((len(rows), width), dtype=torch.long)
-        for b, ids in enumerate(prompts):  # left padding
-            input_ids[b, width - len(ids) :] = torch.tensor(ids, dtype=torch.long)
-            attention[b, width - len(ids) :] = 1
         controller = _BatchController(rows, self.eos_ids, self.tokenizer)
-        config = GenerationConfig(
+        stats = decode_batch(
+            self.model,
+            prompts,
+            controller,
+            self.prefixes,
+            pad_id=self.pad_id,
             max_new_tokens=max(row.max_tokens for row in rows),
-            do_sample=False,
-            num_beams=1,
-            temperature=1.0,
-            top_p=1.0,
-            repetition_penalty=1.0,
-            no_repeat_ngram_size=0,
-            pad_token_id=self.pad_id,
-            eos_token_id=sorted(self.eos_ids),
         )
-        with torch.inference_mode():
-            self.model.generate(
-                input_ids=input_ids.to(self.device),
-                attention_mask=attention.to(self.device),
-                generation_config=config,
-                logits_processor=LogitsProcessorList([controller]),
-                stopping_criteria=StoppingCriteriaList([_RowStopper(controller)]),
-            )
+        self.usage.engine_prompt_tokens += stats.prompt_tokens
+        self.usage.reused_prompt_tokens += stats.reused_tokens
 
     def _finish(self, row: _Row, prompt_tokens: int) -> Completion:
         request = row.request

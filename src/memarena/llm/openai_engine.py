@@ -38,6 +38,15 @@ gets ``choice_unmatched``; JSON is taken from a code fence or the first ``{...}`
 whole text is not valid (``json_extracted``), else ``json_invalid``. The base class counts
 every fallback in ``usage``.
 
+Tools (``native_tools``, on by default): a request's ``tools`` go out as the API's ``tools``
+and its messages through ``memarena.core.tool_calls.to_openai_messages`` (call arguments as
+JSON strings); the answer's ``tool_calls`` come back written as ``<tool_call>`` blocks after
+the content, the text form of every engine (``parse_tool_calls`` reads it). ``vllm serve``
+takes tools only with ``--enable-auto-tool-choice --tool-call-parser <parser>``
+(``scripts/serve_vllm.sh`` passes ``hermes`` for Qwen models); llama-cpp-python's server
+templates them with the model's own chat template and answers as text. ``native_tools: false``
+makes the agent use its text format with a server that takes no tools.
+
 ``generate`` is synchronous. The coroutines run on a private event loop on a helper thread
 (started on the first call), so it works the same inside a running loop (a Jupyter notebook).
 """
@@ -59,6 +68,7 @@ from typing import Any
 
 from memarena.core.errors import ConfigError
 from memarena.core.llm_types import REQUEST_FAILED, ChatRequest, Completion
+from memarena.core.tool_calls import render_tool_calls, to_openai_messages
 from memarena.llm.base import BackboneBase, json_matches_schema, plain
 
 log = logging.getLogger(__name__)
@@ -124,7 +134,7 @@ def build_body(
         max_tokens = min(max_tokens, int(max_tokens_cap))
     body: dict[str, Any] = {
         "model": model,
-        "messages": [dict(m) for m in request.messages],
+        "messages": to_openai_messages(request.messages),
         "temperature": float(request.temperature),
         "top_p": float(request.top_p),
         "max_tokens": max(1, max_tokens),
@@ -132,6 +142,8 @@ def build_body(
     }
     if request.stop:
         body["stop"] = list(request.stop)[:MAX_STOP]
+    if request.tools is not None:
+        body["tools"] = plain(request.tools)
     extra: dict[str, Any] = dict(plain(extra_body or {}))
     if chat_template_kwargs:
         extra["chat_template_kwargs"] = dict(plain(chat_template_kwargs))
@@ -226,9 +238,21 @@ def cut_at_stop(text: str, stop: Sequence[str] | None) -> str:
     return text[: min(cuts)] if cuts else text
 
 
-def finish(request: ChatRequest, text: str, prompt_tokens: int, completion_tokens: int):
-    """The completion of a server answer, with its constraint checked (see module doc)."""
+def finish(
+    request: ChatRequest,
+    text: str,
+    prompt_tokens: int,
+    completion_tokens: int,
+    tool_calls: str = "",
+):
+    """The completion of a server answer, with its constraint checked (see module doc).
+
+    ``tool_calls``: the answer's calls as ``<tool_call>`` blocks, written after the content
+    (which alone is cut at the stop strings: the server stopped the content, not the calls).
+    """
     text = cut_at_stop(text, request.stop)
+    if tool_calls:
+        text = f"{text.rstrip()}\n{tool_calls}" if text.strip() else tool_calls
     out = Completion(text=text, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
     if request.choices is not None:
         index, lenient = match_choice(text, request.choices)
@@ -244,6 +268,19 @@ def finish(request: ChatRequest, text: str, prompt_tokens: int, completion_token
         else:
             out.text, out.fallback = found, "json_extracted"
     return out
+
+
+def tool_calls_text(calls: Any) -> str:
+    """An answer's ``message.tool_calls`` (API objects or dicts) as ``<tool_call>`` blocks."""
+    plain_calls = []
+    for call in calls or ():
+        function = call.get("function") if isinstance(call, Mapping) else call.function
+        if isinstance(function, Mapping):
+            name, arguments = function.get("name"), function.get("arguments")
+        else:
+            name, arguments = function.name, function.arguments
+        plain_calls.append({"name": name, "arguments": arguments})
+    return render_tool_calls(plain_calls)
 
 
 # -- the event loop thread --------------------------------------------------------------------
@@ -308,6 +345,7 @@ class OpenAIBackbone(BackboneBase):
         chat_template_kwargs: dict[str, Any] | None = None,
         extra_body: dict[str, Any] | None = None,
         cache_path: str | Path | None = None,
+        native_tools: bool = True,
     ) -> None:
         try:
             import openai
@@ -344,6 +382,7 @@ class OpenAIBackbone(BackboneBase):
         self.max_tokens_cap = int(max_tokens_cap) if max_tokens_cap else None
         self.chat_template_kwargs = plain(chat_template_kwargs or {})
         self.extra_body = plain(extra_body or {})
+        self.native_tools = bool(native_tools)
         cache_model = f"openai:{self.base_url}:{self.model}"
         if self.chat_template_kwargs or self.extra_body:
             extra = json.dumps([self.chat_template_kwargs, self.extra_body], sort_keys=True)
@@ -358,6 +397,14 @@ class OpenAIBackbone(BackboneBase):
         self._client: Any = None
         self._lock = threading.Lock()
         self._logged_errors: set[str] = set()
+
+    def no_native_tools(self) -> str:
+        return (
+            f"memarena: backbone {self.name} got a request with tools, but "
+            "backbone.native_tools is false. Set it to true when the server takes `tools` "
+            "(vllm serve needs --enable-auto-tool-choice --tool-call-parser <parser>, which "
+            "scripts/serve_vllm.sh passes for Qwen models)."
+        )
 
     def _api_key(self) -> str:
         if self.api_key_env is None:
@@ -499,6 +546,7 @@ class OpenAIBackbone(BackboneBase):
             text,
             int(getattr(usage, "prompt_tokens", 0) or 0),
             int(getattr(usage, "completion_tokens", 0) or 0),
+            tool_calls_text(getattr(message, "tool_calls", None)),
         )
 
     # -- cache and shutdown ----------------------------------------------------------------

@@ -16,8 +16,9 @@ Chat templating is done here, with the engine's own tokenizer, and the token ids
 that would overflow ``max_model_len`` is cut on the left and counted as a ``prompt_truncated``
 fallback instead of vLLM rejecting the whole batch with a ValueError; the template and its
 kwargs (``enable_thinking`` for Qwen3) are the same ones the ``hf`` engine applies, so both
-engines see the same prompt text. The token counts come from the engine's outputs
-(``prompt_token_ids``, each output's ``token_ids``).
+engines see the same prompt text (requests with ``tools`` too: the same ``tools`` argument and
+``tools_template``, :mod:`memarena.llm.tool_templates`). The token counts come from the
+engine's outputs (``prompt_token_ids``, each output's ``token_ids``).
 
 vLLM is imported only when a backbone is built: without it, construction ends with a
 ConfigError saying how to install it. Engines are shared inside a process through
@@ -40,6 +41,12 @@ from memarena.core import runtime
 from memarena.core.errors import ConfigError
 from memarena.core.llm_types import ChatRequest, Completion
 from memarena.llm.base import BackboneBase, plain
+from memarena.llm.tool_templates import (
+    load_tools_template,
+    no_native_tools,
+    renders_tools,
+    template_args,
+)
 
 log = logging.getLogger(__name__)
 
@@ -170,6 +177,7 @@ class VLLMBackbone(BackboneBase):
         cache_path: str | Path | None = None,
         gguf_file: str | None = None,
         converted_dir: str | Path | None = None,
+        tools_template: str | None = None,
     ) -> None:
         if int(tensor_parallel_size) < 1:
             raise ConfigError(
@@ -198,6 +206,9 @@ class VLLMBackbone(BackboneBase):
         if enable_thinking is not None:  # Qwen3: the template's switch; None leaves it alone
             kwargs["enable_thinking"] = bool(enable_thinking)
         self.chat_template_kwargs: dict[str, Any] = kwargs
+        # for requests with tools only (memarena.llm.tool_templates); their cache keys name it
+        self.tools_template = load_tools_template(tools_template)
+        self.tools_identity = self.tools_template.identity if self.tools_template else ""
         cache_model = f"vllm:{model}"
         if chat_template or kwargs not in _DEFAULT_TEMPLATE_KWARGS:
             extra = json.dumps([chat_template, kwargs], sort_keys=True)
@@ -258,6 +269,7 @@ class VLLMBackbone(BackboneBase):
                 f"memarena: backbone.model={model} has no chat template (a base model?). Use an "
                 "instruction-tuned model or set backbone.chat_template to a Jinja template."
             )
+        self.native_tools = self.tools_template is not None or renders_tools(self.chat_template)
         self.context_limit = int(max_model_len) if max_model_len else _engine_max_len(self.llm)
 
     def close(self) -> None:
@@ -270,12 +282,20 @@ class VLLMBackbone(BackboneBase):
         super().close()
 
     # -- prompts ----------------------------------------------------------------------------
+    def no_native_tools(self) -> str:
+        return no_native_tools(self.name)
+
     def render_prompt(self, request: ChatRequest) -> str:
+        """The prompt text: the chat template applied to ``request.messages`` (and
+        ``request.tools``, through the tools template when one is set), as the hf engine does."""
+        args = template_args(
+            request, self.chat_template, self.tools_template, self.native_tools, self.name
+        )
         return self.tokenizer.apply_chat_template(
             request.messages,
-            chat_template=self.chat_template,
             tokenize=False,
             add_generation_prompt=True,
+            **args,
             **self.chat_template_kwargs,
         )
 

@@ -48,6 +48,7 @@ NOT_RESULT_LEAVES = frozenset(
         "download_dir",
         "num_threads",
         "batch_size",
+        "prefix_cache_tokens",
         "concurrency",
         "timeout",
         "max_retries",

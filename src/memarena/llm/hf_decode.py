@@ -1,0 +1,144 @@
+"""The hf engine's decoding loop: one padded batch, stored prompt prefixes reused.
+
+Each row of a batch is laid out in the KV cache as ``[pad][reused prefix][pad][new tokens]``:
+the reused part comes from the :class:`~memarena.llm.kv_prefix.PrefixStore` (left-aligned to
+a common column), the rest of the prompt is prefilled in one forward pass, right-aligned so that
+every row's last prompt token is the last column. The attention mask hides the padding and the
+position ids continue each row's own positions, so a row's tokens see exactly what they would
+see alone. After the prefill every row's prompt tensors go back to the store; then one token
+per row per forward pass until every row is done. The per-row controller (constraints,
+sampling, stop rules) decides each token, as a logits processor does inside ``generate``.
+
+Constrained choices go through the same loop: the prompt is encoded once (its prefix mostly
+reused from the previous step) and the choice trie is walked on that cache, one token per
+pass, never re-encoding the prompt per candidate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import torch
+from transformers import DynamicCache
+from transformers.cache_utils import DynamicLayer
+
+from memarena.llm.kv_prefix import PrefixStore
+
+
+class RowController(Protocol):
+    def __call__(self, input_ids: Any, scores: torch.Tensor) -> torch.Tensor: ...
+
+    def after_token(self, input_ids: torch.Tensor) -> torch.Tensor: ...
+
+
+@dataclass
+class PrefillStats:
+    prompt_tokens: int = 0  # prompt tokens of the rows
+    reused_tokens: int = 0  # of which came from the prefix store
+
+
+def supports_reuse(model: Any) -> bool:
+    """Prefix reuse needs a plain full-attention KV cache in every layer (no sliding windows,
+    no recurrent or linear-attention layers)."""
+    config = model.config.get_text_config(decoder=True)
+    kinds = getattr(config, "layer_types", None) or ["full_attention"]
+    if any(kind != "full_attention" for kind in kinds):
+        return False
+    cache = DynamicCache(config=model.config)
+    return all(type(layer) is DynamicLayer for layer in cache.layers)
+
+
+def decode_batch(
+    model: Any,
+    prompts: list[list[int]],
+    controller: RowController,
+    store: PrefixStore,
+    *,
+    pad_id: int,
+    max_new_tokens: int,
+) -> PrefillStats:
+    """Prefill ``prompts`` (reusing stored prefixes), then decode until the controller says
+    every row is done or ``max_new_tokens`` tokens were made."""
+    device = model.device
+    rows = len(prompts)
+    hits = [store.lookup(p) for p in prompts]
+    reused = [h.length for h in hits]
+    width_old = max(reused)
+    fresh = [p[r:] for p, r in zip(prompts, reused, strict=True)]
+    width_new = max(len(f) for f in fresh)
+
+    cache = _reused_cache(model, hits, width_old, rows)
+    mask = torch.zeros((rows, width_old + width_new), dtype=torch.long)
+    ids = torch.full((rows, width_new), pad_id, dtype=torch.long)
+    pos = torch.zeros((rows, width_new), dtype=torch.long)
+    for b, (r, new) in enumerate(zip(reused, fresh, strict=True)):
+        mask[b, width_old - r : width_old] = 1
+        mask[b, width_old + width_new - len(new) :] = 1
+        ids[b, width_new - len(new) :] = torch.tensor(new, dtype=torch.long)
+        pos[b, width_new - len(new) :] = torch.arange(r, r + len(new))
+    mask = mask.to(device)
+    with torch.inference_mode():
+        out = model(
+            input_ids=ids.to(device),
+            attention_mask=mask,
+            position_ids=pos.to(device),
+            cache=cache,
+            use_cache=True,
+            logits_to_keep=1,
+        )
+        if store.capacity > 0:
+            _store_prompts(store, out.cache, prompts, reused, fresh, width_old)
+        logits = out.logits[:, -1, :]
+        lengths = torch.tensor([len(p) for p in prompts], dtype=torch.long, device=device)
+        for made in range(max_new_tokens):
+            scores = controller(None, logits.float())
+            tokens = scores.argmax(dim=-1, keepdim=True)
+            done = controller.after_token(tokens)
+            if bool(done.all()) or made + 1 >= max_new_tokens:
+                break
+            mask = torch.cat([mask, mask.new_ones((rows, 1))], dim=1)
+            out = model(
+                input_ids=tokens,
+                attention_mask=mask,
+                position_ids=lengths[:, None],
+                cache=out.cache,
+                use_cache=True,
+            )
+            lengths = lengths + 1
+            logits = out.logits[:, -1, :]
+    return PrefillStats(sum(len(p) for p in prompts), sum(reused))
+
+
+def _reused_cache(model: Any, hits: list, width: int, rows: int) -> DynamicCache:
+    if width == 0:
+        return DynamicCache(config=model.config)
+    ref = next(h.kv for h in hits if h.kv is not None)
+    layers = []
+    for layer, (k0, v0) in enumerate(ref):
+        heads, _, dim = k0.shape
+        keys = k0.new_zeros((rows, heads, width, dim))
+        values = v0.new_zeros((rows, heads, width, v0.shape[-1]))
+        for b, hit in enumerate(hits):
+            if hit.length:
+                k, v = hit.kv[layer]
+                keys[b, :, width - hit.length :] = k
+                values[b, :, width - hit.length :] = v
+        layers.append((keys, values))
+    return DynamicCache(ddp_cache_data=layers, config=model.config)
+
+
+def _store_prompts(store, cache, prompts, reused, fresh, width_old) -> None:
+    """Each row's prompt tensors (its reused part and its prefilled part), compacted."""
+    total = cache.layers[0].keys.shape[-2]
+    for b, prompt in enumerate(prompts):
+        old = slice(width_old - reused[b], width_old)
+        new = slice(total - len(fresh[b]), total)
+        kv = [
+            (
+                torch.cat([layer.keys[b, :, old], layer.keys[b, :, new]], dim=1),
+                torch.cat([layer.values[b, :, old], layer.values[b, :, new]], dim=1),
+            )
+            for layer in cache.layers
+        ]
+        store.add(prompt, kv)
