@@ -395,8 +395,29 @@ def test_record_prompts_keeps_each_steps_messages_and_shown_memory(record):
     if not record:  # left out of the record entirely
         assert all("prompt" not in s and "memory_ids" not in s for s in steps)
         return
-    # the step's own hint (retrieved just before it) is in the messages the model was given
+    # the step's own hint (retrieved just before it) is in the messages the model was given:
+    # the first in the first user message, the second in the newest user message, after the
+    # first step's reply (the conversation keeps what it sent: the first hint stays)
     assert [s["memory_ids"] for s in steps] == [["m0"], ["m1"]]
+    first, second = (s["prompt"] for s in steps)
+    assert [m["role"] for m in first] == ["system", "user"]
+    assert "hint 1" in first[1]["content"] and "hint 2" not in first[1]["content"]
+    assert [m["role"] for m in second] == ["system", "user", "assistant", "user"]
+    assert second[:2] == first
+    assert second[2]["content"] == steps[0]["raw_output"]
+    assert "hint 2" in second[3]["content"] and "n=1" in second[3]["content"]
+
+
+def test_single_format_shows_only_the_steps_own_memory():
+    env, memory = CountEnv(), QueryLog()
+    runner = EpisodeRunner(
+        env, as_policy(RecordingBackbone()), memory,
+        RunnerSettings(concurrency=1, record_prompts=True, prompt_format="single"),
+        progress_bar=False,
+    )  # fmt: skip
+    (result,) = runner.run([env.tasks("test")[1]])
+    steps = result.trajectory.to_dict()["steps"]
+    assert [len(s["prompt"]) for s in steps] == [2, 2]
     texts = ["\n".join(m["content"] for m in s["prompt"]) for s in steps]
     assert ["hint 1" in t for t in texts] == [True, False]
     assert ["hint 2" in t for t in texts] == [False, True]

@@ -12,13 +12,22 @@ backbones and the call cache know nothing about experts.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import random
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from memarena.core import Backbone, ChatRequest, Completion, ConfigError, Episode, Usage
+from memarena.core import (
+    Backbone,
+    ChatRequest,
+    Completion,
+    ConfigError,
+    Episode,
+    Usage,
+    render_tool_calls,
+)
 
 
 @dataclass
@@ -37,6 +46,7 @@ class Policy(ABC):
     name: str
     is_llm: bool
     usage: Usage
+    native_tools: bool = False  # takes a request's ``tools`` and answers with tool calls
 
     @abstractmethod
     def decide(self, decisions: Sequence[Decision]) -> list[Completion]: ...
@@ -53,6 +63,7 @@ class LLMPolicy(Policy):
     def __init__(self, backbone: Backbone) -> None:
         self.backbone = backbone
         self.name = backbone.name
+        self.native_tools = bool(getattr(backbone, "native_tools", False))
 
     @property
     def usage(self) -> Usage:  # type: ignore[override]
@@ -76,6 +87,7 @@ class ExpertPolicy(Policy):
     ``(seed, decision key)``, so answers do not depend on batch order or concurrency."""
 
     is_llm = False
+    native_tools = True  # a call list is answered as <tool_call> blocks when tools are sent
 
     def __init__(self, epsilon: float = 0.1, seed: int = 0, name: str | None = None) -> None:
         if not 0.0 <= float(epsilon) <= 1.0:
@@ -98,7 +110,7 @@ class ExpertPolicy(Policy):
         if decisions:
             self.usage.calls += 1
             self.usage.requests += len(decisions)
-        return [self._act(d) for d in decisions]
+        return [_as_tool_calls(self._act(d), d.request) for d in decisions]
 
     def _act(self, decision: Decision) -> Completion:
         choices = decision.request.choices or decision.episode.noise_actions()
@@ -120,6 +132,33 @@ class ExpertPolicy(Policy):
     def _stream(self, key: str) -> int:
         digest = hashlib.sha256(f"{self.seed}\x1f{key}".encode()).digest()
         return int.from_bytes(digest[:8], "big")
+
+
+def _as_tool_calls(completion: Completion, request: ChatRequest) -> Completion:
+    """With native tools, a Python call list (``[f(a=1), g()]``: the expert's form) becomes
+    ``<tool_call>`` blocks, as a tool-calling model would answer; anything else is unchanged."""
+    if not request.tools or completion.choice_index is not None:
+        return completion
+    calls = _call_list(completion.text)
+    if not calls:
+        return completion
+    return replace(completion, text=render_tool_calls(calls))
+
+
+def _call_list(text: str) -> list[dict] | None:
+    try:
+        tree = ast.parse(text.strip(), mode="eval").body
+        nodes = tree.elts if isinstance(tree, ast.List) else [tree]
+        calls = []
+        for node in nodes:
+            plain_call = isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            if not plain_call or node.args or any(k.arg is None for k in node.keywords):
+                return None
+            args = {k.arg: ast.literal_eval(k.value) for k in node.keywords}
+            calls.append({"name": node.func.id, "arguments": args})
+        return calls
+    except (SyntaxError, ValueError, TypeError):
+        return None
 
 
 def as_policy(agent: Policy | Backbone) -> Policy:

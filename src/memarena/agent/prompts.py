@@ -1,8 +1,40 @@
-"""Prompt building: env prompt pieces + memory slots + task + recent history -> chat messages."""
+"""The agent's prompt, in one of two formats (``protocol.prompt_format``).
+
+``conversation`` (the default): an append-only chat. A system message (the env's instructions),
+a first user message with the stable parts (few-shot examples, the episode's memory, the task,
+the initial observation, the reply format), then per step the agent's reply as an assistant
+message and what came back as a user message (or as tool messages, one per call, when the
+replies are native tool calls). Per-step memory (a method with ``granularity="step"``) and the
+valid actions (free-text mode) go into the newest user message. Nothing already sent is ever
+rewritten, so a prompt is the previous prompt plus what the step added: engines reuse the
+prefix's KV cache (hf keeps it; vLLM's prefix caching finds it).
+
+History cut: with ``history_steps = W`` (null: no cut), steps are dropped from the oldest in
+blocks of ``max(1, W // 2)``, so between 1 + W - W // 2 and W steps are shown and the
+prompt changes its middle only once per block. A user request that arrived with a dropped step
+(a multi-turn task's next turn, ``Observation.user_turn``) is kept in place; the dropped steps
+leave a one-line note.
+
+``single``: one user message per step, rebuilt each time: the fixed parts, the memory, the
+task, the last ``history_steps`` (action, observation) pairs as text and the current
+observation (the prompt format of G-Memory's and MemCo's code).
+"""
 
 from __future__ import annotations
 
-from memarena.core import EnvPrompt, MemoryContext, Message, Observation, Step, Task
+from dataclasses import dataclass, field
+
+from memarena.core import (
+    EnvPrompt,
+    MemoryContext,
+    Message,
+    Observation,
+    Step,
+    Task,
+    assistant_message,
+)
+
+PROMPT_FORMATS = ("conversation", "single")
 
 
 def build_messages(
@@ -13,22 +45,16 @@ def build_messages(
     memory: MemoryContext,
     *,
     initial_observation: str,
-    history_steps: int,
+    history_steps: int | None,
     show_actions: bool,
     examples: int | str | None = None,
 ) -> list[Message]:
-    """One system message (env instructions) and one user message holding, in order:
-    the env's fixed examples (``examples`` of them: None = the env's default count), the
-    memory slots, the task, the recent history and the current observation (with the
-    admissible actions when ``show_actions``)."""
-    parts: list[str] = []
-    shown = prompt.examples(examples)
-    if shown:
-        parts.append("\n\n".join(shown))
-    parts.extend(text for text in memory.slots.values() if text)
-    parts.append(f"Your task: {task.goal}")
-    parts.append(f"Initial observation: {initial_observation}")
-    recent = history[-history_steps:] if history_steps > 0 else []
+    """The ``single`` format: one system message (env instructions) and one user message
+    holding, in order: the env's fixed examples (``examples`` of them: None = the env's default
+    count), the memory slots, the task, the recent history and the current observation (with
+    the admissible actions when ``show_actions``)."""
+    parts = _stable_parts(prompt, task, memory, initial_observation, examples)
+    recent = history[-history_steps:] if history_steps is None or history_steps > 0 else []
     if recent:
         skipped = len(history) - len(recent)
         lines = [f"(earlier {skipped} steps omitted)"] if skipped else []
@@ -37,9 +63,159 @@ def build_messages(
         parts.append("History:\n" + "\n".join(lines))
         parts.append(f"Current observation: {observation.text}")
     if show_actions and observation.admissible_actions:
-        parts.append("Valid actions: " + "; ".join(observation.admissible_actions))
+        parts.append(_valid_actions(observation))
     parts.append(prompt.action_format)
     return [
         {"role": "system", "content": prompt.system},
         {"role": "user", "content": "\n\n".join(parts)},
     ]
+
+
+def _stable_parts(
+    prompt: EnvPrompt,
+    task: Task,
+    memory: MemoryContext,
+    initial_observation: str,
+    examples: int | str | None,
+) -> list[str]:
+    parts: list[str] = []
+    shown = prompt.examples(examples)
+    if shown:
+        parts.append("\n\n".join(shown))
+    parts.extend(text for text in memory.slots.values() if text)
+    parts.append(f"Your task: {task.goal}")
+    parts.append(f"Initial observation: {initial_observation}")
+    return parts
+
+
+def _valid_actions(observation: Observation) -> str:
+    return "Valid actions: " + "; ".join(observation.admissible_actions or [])
+
+
+@dataclass
+class _StepTurn:
+    messages: list[Message]  # the assistant's reply, then what came back
+    request: Message | None = None  # a user request that arrived with it (kept when cut)
+
+
+@dataclass
+class Conversation:
+    """One episode's append-only chat (the ``conversation`` format; see the module docstring).
+
+    ``native_tools``: the agent's replies are parsed into native tool calls (the request
+    carries the env's ``tools``), and results of calls go back as tool messages."""
+
+    head: list[Message]
+    history_steps: int | None = None
+    native_tools: bool = False
+    turns: list[_StepTurn] = field(default_factory=list)
+
+    @staticmethod
+    def start(
+        prompt: EnvPrompt,
+        task: Task,
+        observation: Observation,
+        memory: MemoryContext,
+        *,
+        show_actions: bool,
+        examples: int | str | None = None,
+        history_steps: int | None = None,
+        native_tools: bool = False,
+    ) -> Conversation:
+        system = prompt.tools_system if native_tools else prompt.system
+        action_format = prompt.tools_action_format if native_tools else prompt.action_format
+        parts = _stable_parts(prompt, task, memory, observation.text, examples)
+        if show_actions and observation.admissible_actions:
+            parts.append(_valid_actions(observation))
+        parts.append(action_format or prompt.action_format)
+        head: list[Message] = [
+            {"role": "system", "content": system or prompt.system},
+            {"role": "user", "content": "\n\n".join(parts)},
+        ]
+        return Conversation(head, history_steps, native_tools)
+
+    def add_step(
+        self,
+        reply: str,
+        observation: Observation,
+        memory: MemoryContext | None,
+        *,
+        show_actions: bool,
+    ) -> None:
+        """The agent's ``reply`` and the ``observation`` it led to; ``memory``: per-step slots
+        shown with that observation (None: none)."""
+        index = len(self.turns)
+        if self.native_tools:
+            said = assistant_message(reply, id_prefix=f"call_{index}")
+        else:
+            said = {"role": "assistant", "content": reply}
+        extra = [text for text in (memory.slots.values() if memory else ()) if text]
+        if show_actions and observation.admissible_actions:
+            extra.append(_valid_actions(observation))
+        calls = said.get("tool_calls") or []
+        messages: list[Message] = [said]
+        if calls:
+            messages.extend(_tool_messages(calls, observation))
+            user = "\n\n".join(extra)
+        else:
+            user = "\n\n".join([observation.text, *extra])
+        request = None
+        if user:
+            request = {"role": "user", "content": user}
+            messages.append(request)
+        self.turns.append(_StepTurn(messages, request if observation.user_turn else None))
+
+    def messages(self) -> list[Message]:
+        """What the agent is sent now: the head and the kept steps (see the cut rule)."""
+        first = self.first_shown()
+        out = [dict(m) for m in self.head]
+        dropped = self.turns[:first]
+        if dropped:
+            kept = [t.request for t in dropped if t.request is not None]
+            note = f"({first} earlier steps are not shown.)"
+            out.append({"role": "user", "content": note})
+            out.extend(dict(m) for m in kept)
+            out = _merge_users(out)
+        for turn in self.turns[first:]:
+            out.extend(dict(m) for m in turn.messages)
+        return out
+
+    def first_shown(self) -> int:
+        n, w = len(self.turns), self.history_steps
+        if w is None or n <= w:
+            return 0
+        if w <= 0:
+            return n
+        block = max(1, w // 2)
+        return -(-(n - w) // block) * block
+
+
+def _tool_messages(calls: list[dict], observation: Observation) -> list[Message]:
+    """One tool message per call: the env's per-call results, or (when it ran nothing, e.g.
+    an unknown function) its observation text for the first call."""
+    results = list(observation.tool_results or [observation.text])
+    if len(results) > len(calls):
+        results[len(calls) - 1 :] = ["\n".join(results[len(calls) - 1 :])]
+    out = []
+    for k, call in enumerate(calls):
+        content = results[k] if k < len(results) else "(no result)"
+        out.append(
+            {
+                "role": "tool",
+                "tool_call_id": call["id"],
+                "name": call["function"]["name"],
+                "content": content,
+            }
+        )
+    return out
+
+
+def _merge_users(messages: list[Message]) -> list[Message]:
+    """Consecutive user messages joined into one (chat templates expect alternation)."""
+    out: list[Message] = []
+    for message in messages:
+        if out and message["role"] == "user" and out[-1]["role"] == "user":
+            out[-1] = {"role": "user", "content": out[-1]["content"] + "\n\n" + message["content"]}
+        else:
+            out.append(message)
+    return out

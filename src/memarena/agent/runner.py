@@ -37,7 +37,7 @@ from tqdm.auto import tqdm
 
 from memarena.agent.parse import parse_action
 from memarena.agent.policy import Decision, Policy
-from memarena.agent.prompts import build_messages
+from memarena.agent.prompts import PROMPT_FORMATS, Conversation, build_messages
 from memarena.core import (
     REQUEST_FAILED,
     ChatRequest,
@@ -68,15 +68,26 @@ BROKEN = frozenset({"choice_invalid", "choice_unmatched", "json_invalid"})
 class RunnerSettings:
     concurrency: int = 8
     step_budget: int = 30
-    history_steps: int = 10
+    history_steps: int | None = 10  # steps shown (see memarena.agent.prompts; None: all)
     action_mode: str = "choice"  # "choice" (constrained to admissible actions) or "free"
     temperature: float = 0.0
     max_tokens: int = 48
     seed: int = 0
     max_failed_batches: int = 3  # consecutive all-failed steps before the run stops
     record_prompts: bool = False  # keep each step's messages in its Step (protocol.record_prompts)
+    prompt_format: str = "conversation"  # or "single" (see memarena.agent.prompts)
+    tool_calls: str = "native"  # tool-calling envs: "native" where the backbone takes tools; "text"
 
     def __post_init__(self) -> None:
+        if self.prompt_format not in PROMPT_FORMATS:
+            raise ValueError(
+                f"protocol.prompt_format must be one of {PROMPT_FORMATS}, "
+                f"not {self.prompt_format!r}"
+            )
+        if self.tool_calls not in ("native", "text"):
+            raise ValueError(
+                f"protocol.tool_calls must be 'native' or 'text', not {self.tool_calls!r}"
+            )
         if self.action_mode not in ("choice", "free"):
             raise ValueError(
                 f"protocol.action_mode must be 'choice' or 'free', not {self.action_mode!r}"
@@ -117,6 +128,8 @@ class _Live:
     status: str = "failure"
     success: bool = False
     error: str | None = None
+    conversation: Conversation | None = None  # the conversation format's chat so far
+    reply: str = ""  # the last reply, added to the conversation with the next observation
 
 
 def stable_seed(*parts: object) -> int:
@@ -246,17 +259,41 @@ class EpisodeRunner:
         choices = None
         if self.s.action_mode == "choice" and obs.admissible_actions:
             choices = list(dict.fromkeys(obs.admissible_actions))
-        messages = build_messages(
-            self.env.prompt(item.task),
-            item.task,
-            obs,
-            item.trajectory.steps,
-            item.memory,
-            initial_observation=item.trajectory.initial_observation,
-            history_steps=self.s.history_steps,
-            show_actions=choices is None and bool(obs.admissible_actions),
-            examples=self.memory.benchmark_examples,
-        )
+        show_actions = choices is None and bool(obs.admissible_actions)
+        prompt = self.env.prompt(item.task)
+        tools = None
+        if self.s.prompt_format == "single":
+            messages = build_messages(
+                prompt,
+                item.task,
+                obs,
+                item.trajectory.steps,
+                item.memory,
+                initial_observation=item.trajectory.initial_observation,
+                history_steps=self.s.history_steps,
+                show_actions=show_actions,
+                examples=self.memory.benchmark_examples,
+            )
+        else:
+            if item.conversation is None:
+                item.conversation = Conversation.start(
+                    prompt,
+                    item.task,
+                    obs,
+                    item.memory,
+                    show_actions=show_actions,
+                    examples=self.memory.benchmark_examples,
+                    history_steps=self.s.history_steps,
+                    native_tools=self._native_tools(prompt),
+                )
+            else:
+                step_memory = item.memory if self.memory.granularity == "step" else None
+                item.conversation.add_step(
+                    item.reply, obs, step_memory, show_actions=show_actions
+                )
+            messages = item.conversation.messages()
+            if item.conversation.native_tools:
+                tools = prompt.tools
         key = f"{self.phase}:{item.run}:{item.task.id}:{step}"
         request = ChatRequest(
             messages=messages,
@@ -264,8 +301,14 @@ class EpisodeRunner:
             temperature=self.s.temperature,
             max_tokens=self.s.max_tokens,
             seed=stable_seed(self.s.seed, key),
+            tools=tools,
         )
         return Decision(request, item.episode, key)
+
+    def _native_tools(self, prompt) -> bool:
+        """Native tool calls: the env has tools, the protocol asks for them and the agent's
+        backbone takes them (else the env's text format)."""
+        return bool(prompt.tools) and self.s.tool_calls == "native" and self.policy.native_tools
 
     def _retrieve(self, item: _Live, query: MemoryQuery) -> None:
         """Ask the memory, counting what it showed and what answering cost."""
@@ -320,6 +363,7 @@ class EpisodeRunner:
                 )
             )
             item.observation = result.observation
+            item.reply = completion.text if completion.text.strip() else action
             item.progress = max(item.progress, result.progress)
             n = len(item.trajectory.steps)
             if result.done:

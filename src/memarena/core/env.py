@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from typing import Any
 
 from memarena.core.types import Observation, StepResult, Task
 
@@ -39,6 +40,12 @@ class EnvPrompt:
     action_format: str
     fewshot: list[str] = field(default_factory=list)
     shown: int | None = None
+    # tool-calling envs (BFCL): the functions as OpenAI-style tool schemas, and the system
+    # message and reply format used instead of ``system`` / ``action_format`` when the agent's
+    # backbone takes them natively (the schemas then travel in the request, not in the text)
+    tools: list[dict[str, Any]] | None = None
+    tools_system: str | None = None
+    tools_action_format: str | None = None
 
     def examples(self, count: int | str | None = None) -> list[str]:
         """The examples a prompt shows: ``count`` of them (``"all"``; None = ``shown``)."""

@@ -174,6 +174,8 @@ def build(
         seed=cfg.seed,
         max_failed_batches=protocol.max_failed_batches,
         record_prompts=protocol.record_prompts,
+        prompt_format=protocol.prompt_format,
+        tool_calls=protocol.tool_calls,
     )
     parts = Parts(env, policy, memory, services, settings, protocol, store, snapshot)
     parts.holding = holding

@@ -22,6 +22,8 @@ from typing import Any
 from memarena.core import ConfigError
 
 ACTION_MODES = ("choice", "free")
+PROMPT_FORMATS = ("conversation", "single")  # see memarena.agent.prompts
+TOOL_CALLS = ("native", "text")
 
 
 @dataclass(frozen=True)
@@ -36,7 +38,9 @@ class ProtocolSettings:
     repetitions: int = 1
     freeze_during_eval: bool = True
     step_budget: int | None = None
-    history_steps: int = 10
+    prompt_format: str = "conversation"
+    history_steps: int | None = 10
+    tool_calls: str = "native"
     action_mode: str = "choice"
     temperature: float = 0.0
     max_tokens: int | None = None
@@ -58,10 +62,15 @@ class ProtocolSettings:
                     f"{' or null' if key in _NULLABLE else ''}. Fix it on the command line or "
                     "in conf/protocol/; the run did not start."
                 )
-        if self.action_mode not in ACTION_MODES:
-            raise ConfigError(
-                f"memarena: protocol.action_mode={self.action_mode!r}; valid: {list(ACTION_MODES)}."
-            )
+        for key, valid in (
+            ("action_mode", ACTION_MODES),
+            ("prompt_format", PROMPT_FORMATS),
+            ("tool_calls", TOOL_CALLS),
+        ):
+            if getattr(self, key) not in valid:
+                raise ConfigError(
+                    f"memarena: protocol.{key}={getattr(self, key)!r}; valid: {list(valid)}."
+                )
 
     @classmethod
     def keys(cls) -> list[str]:
@@ -101,7 +110,7 @@ _MINIMUM = {
     "max_tokens": 1,
     "temperature": 0.0,
 }
-_NULLABLE = {f.name for f in fields(ProtocolSettings) if f.default is None}
+_NULLABLE = {f.name for f in fields(ProtocolSettings) if f.default is None} | {"history_steps"}
 _NAMES = {int: "an int", float: "a number", bool: "true or false", str: "a string"}
 
 

@@ -21,10 +21,17 @@ from typing import Any
 
 from memarena.core.env import Env, EnvPrompt
 from memarena.core.errors import ConfigError
+from memarena.core.tool_calls import bfcl_tools
 from memarena.core.types import Task
 from memarena.envs.bfcl.data import CATEGORIES, index_of, load_category
 from memarena.envs.bfcl.episode import BfclEpisode
-from memarena.envs.bfcl.prompts import ACTION_FORMATS, DOC_FORMATS, system_for
+from memarena.envs.bfcl.prompts import (
+    ACTION_FORMATS,
+    DOC_FORMATS,
+    TOOLS_ACTION_FORMAT,
+    TOOLS_SYSTEM,
+    system_for,
+)
 from memarena.envs.options import check_step_budget, choose_names
 
 SPLITS = ("train", "test")
@@ -142,7 +149,11 @@ class BfclEnv(Env):
     def prompt(self, task: Task | None = None) -> EnvPrompt:
         docs = task.payload.get("functions", []) if task is not None else []
         return EnvPrompt(
-            system=system_for(docs, self.doc_format), action_format=ACTION_FORMATS[self.call_format]
+            system=system_for(docs, self.doc_format),
+            action_format=ACTION_FORMATS[self.call_format],
+            tools=bfcl_tools(docs) if docs else None,
+            tools_system=TOOLS_SYSTEM,
+            tools_action_format=TOOLS_ACTION_FORMAT,
         )
 
     def open(self, task: Task) -> BfclEpisode:

@@ -1,9 +1,10 @@
 """One BFCL v3 multi-turn episode, played turn by turn on the package's API classes.
 
-- Observation: the current user turn (at reset and after each NEXT), or the execution results
-  of the calls just made, one ``call -> result`` line each. A miss_func turn whose message is
-  the release of held-out functions shows the package's release sentence and the new
-  function documents. ``Observation.goal`` is the user's turns so far.
+- Observation: the current user turn (at reset and after each NEXT; ``user_turn`` set), or the
+  execution results of the calls just made, one ``call -> result`` line each (and each result
+  alone in ``tool_results``: the tool messages of native tool calls). A miss_func turn whose
+  message is the release of held-out functions shows the package's release sentence and the
+  new function documents. ``Observation.goal`` is the user's turns so far.
 - Action: a Python-style call list (``[cd(folder='x'), ls()]``; a single call is accepted),
   parsed with :mod:`ast` (literal arguments only) and executed through
   ``execute_multi_turn_func_call`` under a model name unique to this episode (the package
@@ -332,11 +333,14 @@ class BfclEpisode(Episode):
             return f"{release}\nUser: {said}"
         return f"User: {self.turns[self.turn]}"
 
-    def _obs(self, text: str, kind: str) -> Observation:
+    def _obs(self, text: str, kind: str, results: list[str] | None = None) -> Observation:
         info = {"turn": self.turn, "turns": len(self.turns), "action_kind": kind}
         if self.verdict is not None:
             info["checker"] = {k: self.verdict.get(k) for k in ("valid", "error_type")}
-        return Observation(text, self._goal(), None, info)
+        user_turn = kind in ("reset", "next") and not self.done
+        return Observation(
+            text, self._goal(), None, info, tool_results=results, user_turn=user_turn
+        )
 
     # -- Episode protocol --------------------------------------------------------------------
     def reset(self) -> Observation:
@@ -386,9 +390,11 @@ class BfclEpisode(Episode):
         failed = all(_is_error(r) for r in results)
         text = "\n".join(f"{c} -> {r}" for c, r in zip(calls, results, strict=True))
         fb = Feedback(not failed, changed, "execution_error" if failed else None)
-        return self._in_turn(text, "calls", fb)
+        return self._in_turn(text, "calls", fb, results)
 
-    def _in_turn(self, text: str, kind: str, fb: Feedback) -> StepResult:
+    def _in_turn(
+        self, text: str, kind: str, fb: Feedback, results: list[str] | None = None
+    ) -> StepResult:
         """A step that stays in the current turn; past ``turn_step_limit`` such steps the
         episode ends (the package's force quit)."""
         self.turn_steps += 1
@@ -396,14 +402,17 @@ class BfclEpisode(Episode):
             self._finish()
             text += f"\nMore than {self.turn_step_limit} steps in one turn: the conversation ends."
             fb = Feedback(fb.valid_action, fb.state_changed, "turn_step_limit")
-        return self._result(text, kind, fb)
+        return self._result(text, kind, fb, results)
 
-    def _result(self, text: str, kind: str, fb: Feedback) -> StepResult:
+    def _result(
+        self, text: str, kind: str, fb: Feedback, results: list[str] | None = None
+    ) -> StepResult:
         if not self.done and self.steps_taken >= self.step_budget:
             self._finish()
             text += "\nThe step budget is used up."
         reward = 1.0 if self.done and self.success else 0.0
-        return StepResult(self._obs(text, kind), reward, self.done, self.success, self.progress, fb)
+        obs = self._obs(text, kind, results)
+        return StepResult(obs, reward, self.done, self.success, self.progress, fb)
 
     def _end_turn(self, fb: Feedback | None = None) -> StepResult:
         self.turn += 1

@@ -31,6 +31,14 @@ TOOL_CALL_FORMAT = (
 )
 ACTION_FORMATS = {"python": ACTION_FORMAT, "tool_call": TOOL_CALL_FORMAT}
 
+# native tool calls: the functions travel as the request's tools (the chat template or the
+# OpenAI API shows them), so the system message does not list them
+TOOLS_SYSTEM = SYSTEM.split("\n\nAvailable functions", 1)[0]
+TOOLS_ACTION_FORMAT = (
+    "Call the functions you need with your tool calls (several in one step if you like), or "
+    "reply with NEXT to end the current turn."
+)
+
 RELEASE_MESSAGE = "New functions are available:\n{functions}"
 
 
