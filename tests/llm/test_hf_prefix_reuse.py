@@ -137,3 +137,32 @@ def test_a_choice_encodes_its_prompt_once_and_reuses_the_stored_prefix():
         assert answer.choice_index is not None
     finally:
         backbone.close()
+
+
+def test_requests_starting_together_compute_their_shared_prefix_once():
+    shared = "Instructions shared by every episode. " * 30
+    requests = [
+        ChatRequest(messages=[{"role": "user", "content": shared + f"Task {k}: stack {k}."}],
+                    choices=CHOICES)  # fmt: skip
+        for k in range(3)
+    ]
+    answers = {}
+    for capacity in (0, 32768):
+        backbone = HFBackbone(
+            converted_dir=MODELS, batch_size=4, cache_path=None, prefix_cache_tokens=capacity,
+            **PINNED,
+        )  # fmt: skip
+        counter = _CountTokens(backbone.model)
+        try:
+            answers[capacity] = [c.choice_index for c in backbone.generate(requests)]
+            prompts = [len(backbone.encode_prompt(r)) for r in requests]
+            passes = counter.passes
+        finally:
+            counter.handle.remove()
+            backbone.close()
+        if capacity:  # the shared part once, then a batch of the three tails
+            assert passes[0] < prompts[0] and passes[1] < prompts[0] - passes[0] + 8
+            assert backbone.usage.reused_prompt_tokens > 0
+        else:
+            assert passes[0] == max(prompts)
+    assert answers[0] == answers[32768]

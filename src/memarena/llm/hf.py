@@ -57,7 +57,7 @@ from memarena.core.errors import ConfigError
 from memarena.core.llm_types import ChatRequest, Completion
 from memarena.llm.base import BackboneBase, json_matches_schema, plain
 from memarena.llm.embedded import is_embedded, resolve_embedded_llm
-from memarena.llm.hf_decode import decode_batch, supports_reuse
+from memarena.llm.hf_decode import decode_batch, shared_prefixes, supports_reuse
 from memarena.llm.kv_prefix import PrefixStore
 from memarena.llm.tool_templates import (
     load_tools_template,
@@ -522,6 +522,13 @@ class HFBackbone(BackboneBase):
         fresh = [len(p) - self.prefixes.match_length(p) for p in prompts]
         order = sorted(range(len(rows)), key=fresh.__getitem__)
         todo = [i for i in order if not rows[i].done]
+        shared = shared_prefixes([prompts[i] for i in todo], self.prefixes)
+        for start in range(0, len(shared), self.batch_size):
+            chunk = shared[start : start + self.batch_size]
+            stats = decode_batch(
+                self.model, chunk, None, self.prefixes, pad_id=self.pad_id, max_new_tokens=0
+            )
+            self.usage.reused_prompt_tokens -= stats.prompt_tokens - stats.reused_tokens
         for start in range(0, len(todo), self.batch_size):
             chunk = todo[start : start + self.batch_size]
             self._run_batch([rows[i] for i in chunk], [prompts[i] for i in chunk])

@@ -49,17 +49,43 @@ def supports_reuse(model: Any) -> bool:
     return all(type(layer) is DynamicLayer for layer in cache.layers)
 
 
+def shared_prefixes(prompts: list[list[int]], store: PrefixStore, minimum: int = 32) -> list:
+    """Prefixes that two or more of ``prompts`` share, at least ``minimum`` tokens longer than
+    what the store already holds for them (several episodes starting together share the
+    system message and few-shot examples). Computed once and stored before the batch, the
+    rows then reuse them instead of each computing its own copy. A prefix of another chosen
+    prefix is left out (the longer one holds it)."""
+    if store.capacity <= 0 or len(prompts) < 2:
+        return []
+    order = sorted(range(len(prompts)), key=prompts.__getitem__)
+    found: list[list[int]] = []
+    for a, b in zip(order, order[1:], strict=False):
+        first, second = prompts[a], prompts[b]
+        limit = min(len(first), len(second)) - 1
+        n = next((i for i in range(limit) if first[i] != second[i]), max(limit, 0))
+        held = max(store.match_length(first), store.match_length(second))
+        if n - held >= minimum:
+            found.append(first[:n])
+    found.sort(key=len, reverse=True)
+    kept: list[list[int]] = []
+    for prefix in found:
+        if not any(k[: len(prefix)] == prefix for k in kept):
+            kept.append(prefix)
+    return kept
+
+
 def decode_batch(
     model: Any,
     prompts: list[list[int]],
-    controller: RowController,
+    controller: RowController | None,
     store: PrefixStore,
     *,
     pad_id: int,
     max_new_tokens: int,
 ) -> PrefillStats:
     """Prefill ``prompts`` (reusing stored prefixes), then decode until the controller says
-    every row is done or ``max_new_tokens`` tokens were made."""
+    every row is done or ``max_new_tokens`` tokens were made (none: a prefill that only fills
+    the store)."""
     device = model.device
     rows = len(prompts)
     hits = [store.lookup(p) for p in prompts]
@@ -89,6 +115,8 @@ def decode_batch(
         )
         if store.capacity > 0:
             _store_prompts(store, out.cache, prompts, reused, fresh, width_old)
+        if controller is None or max_new_tokens <= 0:
+            return PrefillStats(sum(len(p) for p in prompts), sum(reused))
         logits = out.logits[:, -1, :]
         lengths = torch.tensor([len(p) for p in prompts], dtype=torch.long, device=device)
         for made in range(max_new_tokens):
