@@ -177,3 +177,59 @@ def test_bfcl_native_tool_calls_go_through_the_scripted_run(six_turn_task):
     first = result.trajectory.steps[0]
     assert parse_tool_calls(first.raw_output)[1]
     assert first.feedback.valid_action and first.action.startswith("[")
+
+
+class _Recording:
+    """Keeps the requests a backbone is sent (and the prompt text it renders for them)."""
+
+    def __init__(self, inner):
+        self.inner, self.requests, self.rendered = inner, [], []
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def generate(self, requests):
+        self.requests.extend(requests)
+        self.rendered.extend(self.inner.tokenizer.decode(self.inner.encode_prompt(r))
+                             for r in requests)  # fmt: skip
+        return self.inner.generate(requests)
+
+
+def test_bfcl_smollm2_run_goes_through_the_native_tool_path():
+    import tempfile
+    from pathlib import Path
+
+    from memarena.agent.policy import LLMPolicy
+    from memarena.envs.bfcl import BfclEnv
+    from memarena.llm.hf import HFBackbone
+
+    env = BfclEnv(categories=["multi_turn_base"], doc_format="compact")
+    task = min(env.tasks("test"), key=lambda t: len(t.payload["functions"]))
+    backbone = HFBackbone(
+        device="cpu", dtype="float32", cache_path=None, tools_template="hermes",
+        converted_dir=Path(tempfile.gettempdir()) / "memarena-test-models",
+    )  # fmt: skip
+    recording = _Recording(backbone)
+    try:
+        assert backbone.native_tools
+        settings = RunnerSettings(concurrency=1, step_budget=2, action_mode="free",
+                                  max_tokens=48, record_prompts=True)  # fmt: skip
+        runner = EpisodeRunner(env, LLMPolicy(recording), NoMemory(), settings,
+                               progress_bar=False)  # fmt: skip
+        (result,) = runner.run([task])
+    finally:
+        backbone.close()
+    assert result.outcome.status != "error", result.outcome.error
+    names = [d["name"] for d in task.payload["functions"]]
+    assert recording.requests and all(r.tools for r in recording.requests)
+    assert [t["function"]["name"] for t in recording.requests[0].tools] == names
+    for text in recording.rendered:  # the chat template lists the tools, the system text not
+        assert "<tools>" in text and all(name in text for name in names)
+        assert "Available functions" not in text
+    steps = result.trajectory.steps
+    assert steps and all(s.prompt[0]["content"] == recording.requests[0].messages[0]["content"]
+                         for s in steps)  # fmt: skip
+    # each later prompt extends the one before (append-only: the engine reuses the prefix)
+    for earlier, later in zip(recording.requests, recording.requests[1:], strict=False):
+        assert later.messages[: len(earlier.messages)] == earlier.messages
+    assert backbone.usage.reused_prompt_tokens > 0 or len(steps) == 1
