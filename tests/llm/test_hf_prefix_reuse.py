@@ -166,3 +166,24 @@ def test_requests_starting_together_compute_their_shared_prefix_once():
         else:
             assert passes[0] == max(prompts)
     assert answers[0] == answers[32768]
+
+
+def test_chunked_prefill_of_uneven_rows_matches_each_row_alone(monkeypatch):
+    import memarena.llm.hf_decode as hf_decode
+
+    monkeypatch.setattr(hf_decode, "PREFILL_TOKENS", 96)  # many chunks, some of pads only
+    requests = [
+        ChatRequest(messages=_conversation(4, 1), max_tokens=8),
+        ChatRequest(messages=[{"role": "user", "content": "Say hi."}], max_tokens=8),
+        ChatRequest(messages=_conversation(1, 2), choices=CHOICES),
+    ]
+    backbone = HFBackbone(
+        converted_dir=MODELS, batch_size=4, cache_path=None, prefix_cache_tokens=0, **PINNED
+    )
+    try:
+        together = [(c.text, c.choice_index) for c in backbone.generate(requests)]
+        alone = [(c.text, c.choice_index) for r in requests for c in backbone.generate([r])]
+    finally:
+        backbone.close()
+    assert together == alone
+    assert all(text for text, _ in together)

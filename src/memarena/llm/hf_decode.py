@@ -25,6 +25,8 @@ from transformers.cache_utils import DynamicLayer
 
 from memarena.llm.kv_prefix import PrefixStore
 
+PREFILL_TOKENS = 1024  # prompt tokens per prefill pass, over all rows (chunked prefill)
+
 
 class RowController(Protocol):
     def __call__(self, input_ids: Any, scores: torch.Tensor) -> torch.Tensor: ...
@@ -94,7 +96,8 @@ def decode_batch(
     fresh = [p[r:] for p, r in zip(prompts, reused, strict=True)]
     width_new = max(len(f) for f in fresh)
 
-    cache = _reused_cache(model, hits, width_old, rows)
+    capacity = width_old + width_new + max(0, max_new_tokens)
+    cache = _reused_cache(model, hits, width_old, rows, capacity)
     mask = torch.zeros((rows, width_old + width_new), dtype=torch.long)
     ids = torch.full((rows, width_new), pad_id, dtype=torch.long)
     pos = torch.zeros((rows, width_new), dtype=torch.long)
@@ -104,15 +107,20 @@ def decode_batch(
         ids[b, width_new - len(new) :] = torch.tensor(new, dtype=torch.long)
         pos[b, width_new - len(new) :] = torch.arange(r, r + len(new))
     mask = mask.to(device)
+    ids, pos = ids.to(device), pos.to(device)
+    # chunked prefill: a pass's attention scores stay small however long the prompts are
+    chunk = max(16, PREFILL_TOKENS // rows)
     with torch.inference_mode():
-        out = model(
-            input_ids=ids.to(device),
-            attention_mask=mask,
-            position_ids=pos.to(device),
-            cache=cache,
-            use_cache=True,
-            logits_to_keep=1,
-        )
+        for start in range(0, width_new, chunk):
+            end = min(width_new, start + chunk)
+            out = model(
+                input_ids=ids[:, start:end],
+                attention_mask=mask[:, : width_old + end],
+                position_ids=pos[:, start:end],
+                cache=cache,
+                use_cache=True,
+                logits_to_keep=1,
+            )
         if store.capacity > 0:
             _store_prompts(store, out.cache, prompts, reused, fresh, width_old)
         if controller is None or max_new_tokens <= 0:
@@ -138,22 +146,66 @@ def decode_batch(
     return PrefillStats(sum(len(p) for p in prompts), sum(reused))
 
 
-def _reused_cache(model: Any, hits: list, width: int, rows: int) -> DynamicCache:
+class _BufferLayer(DynamicLayer):
+    """A cache layer over a buffer allocated once per batch with room for the prompt and every
+    token to come: each forward pass writes its keys and values in place (a plain
+    ``DynamicLayer`` concatenates, copying the whole cache at every decoded token)."""
+
+    def __init__(self, capacity: int) -> None:
+        super().__init__()
+        self.capacity = capacity
+        self._keys: torch.Tensor | None = None
+        self._values: torch.Tensor | None = None
+        self._length = 0
+
+    def allocate(self, rows: int, like_keys: torch.Tensor, like_values: torch.Tensor) -> None:
+        heads, dim = like_keys.shape[-3], like_keys.shape[-1]
+        self._keys = like_keys.new_zeros((rows, heads, self.capacity, dim))
+        self._values = like_values.new_zeros((rows, heads, self.capacity, like_values.shape[-1]))
+        self.device = like_keys.device
+        self.is_initialized = True
+
+    def place(self, row: int, keys: torch.Tensor, values: torch.Tensor, end: int) -> None:
+        """Row ``row``'s reused prefix (``[heads, n, dim]``), ending at column ``end``."""
+        self._keys[row, :, end - keys.shape[-2] : end] = keys
+        self._values[row, :, end - values.shape[-2] : end] = values
+
+    def advance(self, length: int) -> None:
+        self._length = length
+        self.keys = self._keys[:, :, :length]
+        self.values = self._values[:, :, :length]
+
+    def update(self, key_states, value_states, *args, **kwargs):
+        if self._keys is None:
+            self.allocate(key_states.shape[0], key_states, value_states)
+        end = self._length + key_states.shape[-2]
+        if end > self.capacity:  # never expected (the batch sized it): grow rather than fail
+            old_keys, old_values = self._keys, self._values
+            self.capacity = max(end, 2 * self.capacity)
+            self.allocate(old_keys.shape[0], old_keys, old_values)
+            self._keys[:, :, : self._length] = old_keys[:, :, : self._length]
+            self._values[:, :, : self._length] = old_values[:, :, : self._length]
+        self._keys[:, :, self._length : end] = key_states
+        self._values[:, :, self._length : end] = value_states
+        self.advance(end)
+        return self.keys, self.values
+
+
+def _reused_cache(model: Any, hits: list, width: int, rows: int, capacity: int) -> DynamicCache:
+    """A cache of preallocated layers holding each row's reused prefix, right-aligned at
+    column ``width``."""
+    cache = DynamicCache(config=model.config)
+    cache.layers = [_BufferLayer(capacity) for _ in cache.layers]
     if width == 0:
-        return DynamicCache(config=model.config)
+        return cache
     ref = next(h.kv for h in hits if h.kv is not None)
-    layers = []
-    for layer, (k0, v0) in enumerate(ref):
-        heads, _, dim = k0.shape
-        keys = k0.new_zeros((rows, heads, width, dim))
-        values = v0.new_zeros((rows, heads, width, v0.shape[-1]))
+    for layer, buffer in enumerate(cache.layers):
+        buffer.allocate(rows, *ref[layer])
         for b, hit in enumerate(hits):
             if hit.length:
-                k, v = hit.kv[layer]
-                keys[b, :, width - hit.length :] = k
-                values[b, :, width - hit.length :] = v
-        layers.append((keys, values))
-    return DynamicCache(ddp_cache_data=layers, config=model.config)
+                buffer.place(b, *hit.kv[layer], end=width)
+        buffer.advance(width)
+    return cache
 
 
 def _store_prompts(store, cache, prompts, reused, fresh, width_old) -> None:
