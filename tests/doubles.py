@@ -142,3 +142,14 @@ def use_schema_llm(cfg) -> None:
         {"_target_": "doubles.SchemaLLM", "name": "schema-llm", "same_as_agent": False},
         merge=False,
     )
+
+
+# a tool and a chat history with one native tool call and its result (engine tool tests)
+TOOLS = [{"type": "function", "function": {"name": "cd", "description": "Change directory.",
+           "parameters": {"type": "object", "properties": {"folder": {"type": "string"}}}}}]
+HISTORY = [
+    {"role": "user", "content": "go to docs"},
+    {"role": "assistant", "content": "", "tool_calls": [{"id": "call_0_0", "type": "function",
+     "function": {"name": "cd", "arguments": {"folder": "docs"}}}]},
+    {"role": "tool", "tool_call_id": "call_0_0", "name": "cd", "content": "ok"},
+]  # fmt: skip

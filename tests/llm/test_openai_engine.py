@@ -12,6 +12,8 @@ import pytest
 openai = pytest.importorskip("openai", reason="the openai engine needs `pip install openai`")
 httpx = pytest.importorskip("httpx")
 
+from doubles import HISTORY, TOOLS  # noqa: E402
+
 from memarena.core.errors import ConfigError  # noqa: E402
 from memarena.core.llm_types import ChatRequest  # noqa: E402
 from memarena.core.tool_calls import (  # noqa: E402
@@ -224,14 +226,6 @@ def test_generate_decodes_choices_and_json_with_fallback_kinds():
 
 
 # -- tools ----------------------------------------------------------------------------------
-TOOLS = [{"type": "function", "function": {"name": "cd", "description": "Change directory.",
-           "parameters": {"type": "object", "properties": {"folder": {"type": "string"}}}}}]
-HISTORY = [
-    {"role": "user", "content": "go to docs"},
-    {"role": "assistant", "content": "", "tool_calls": [{"id": "call_0_0", "type": "function",
-     "function": {"name": "cd", "arguments": {"folder": "docs"}}}]},
-    {"role": "tool", "tool_call_id": "call_0_0", "name": "cd", "content": "ok"},
-]  # fmt: skip
 CALLS = [{"name": "cd", "arguments": {"folder": "docs"}}, {"name": "ls", "arguments": {}}]
 
 

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from doubles import HISTORY, TOOLS
 from fake_vllm import (
     FakeLLM,
     FakeTokenizer,
@@ -244,14 +245,6 @@ def test_a_failed_start_gives_the_engine_back(fake_vllm, monkeypatch):
     assert runtime.held() == {} and FakeLLM.events[0] == "shutdown some/base-model"
 
 
-TOOLS = [{"type": "function", "function": {"name": "cd", "description": "Change directory.",
-           "parameters": {"type": "object", "properties": {"folder": {"type": "string"}}}}}]
-HISTORY = [
-    {"role": "user", "content": "go to docs"},
-    {"role": "assistant", "content": "", "tool_calls": [{"id": "call_0_0", "type": "function",
-     "function": {"name": "cd", "arguments": {"folder": "docs"}}}]},
-    {"role": "tool", "tool_call_id": "call_0_0", "name": "cd", "content": "ok"},
-]  # fmt: skip
 
 
 def test_tools_go_through_the_tools_template_only_for_requests_with_tools(fake_vllm):
