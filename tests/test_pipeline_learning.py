@@ -68,19 +68,23 @@ class StepEpisode(Episode):
 
 class LessonPolicy:
     """An LLM double that chooses "inc" only when the prompt holds a LESSON; records the
-    request seeds per prompt."""
+    request seeds per prompt (its user messages' text) and which step's prompt it was."""
 
     name = "lesson-policy"
 
     def __init__(self):
         self.usage = Usage()
         self.seeds: list[tuple[str, int]] = []
+        self.first_steps: list[int] = []  # seeds of prompts that start an episode
 
     def generate(self, requests):
         out = []
         for r in requests:
-            self.seeds.append((r.messages[-1]["content"], r.seed))
-            index = 0 if "LESSON" in r.messages[-1]["content"] else 1
+            text = "\n".join(m["content"] for m in r.messages if m["role"] == "user")
+            self.seeds.append((text, r.seed))
+            if len(r.messages) == 2:  # system and the first user message: a first step
+                self.first_steps.append(r.seed)
+            index = 0 if "LESSON" in text else 1
             out.append(Completion(r.choices[index], 1, 1, choice_index=index))
         return out
 
@@ -157,7 +161,7 @@ def test_acquisition_samples_are_observed_as_one_group_per_task(tmp_path):
         (f"train{i}", s) for i in range(4) for s in range(3)
     )
     policy = parts.policy.backbone
-    first = {seed for p, seed in policy.seeds if "task 0" in p and "History" not in p}
+    first = {seed for p, seed in policy.seeds if "task 0" in p and seed in policy.first_steps}
     assert len(first) == 3  # the three samples of a task are sampled with different seeds
 
     # resume: the last task's group is incomplete -> replayed groups, that task rerun whole
