@@ -187,3 +187,13 @@ def test_chunked_prefill_of_uneven_rows_matches_each_row_alone(monkeypatch):
         backbone.close()
     assert together == alone
     assert all(text for text, _ in together)
+
+
+def test_cpu_batches_group_rows_of_similar_length():
+    from memarena.llm.hf import _similar_batches
+
+    fresh = [40, 50, 100, 1000, 1100, 1900, 60, 45]
+    order = sorted(range(len(fresh)), key=fresh.__getitem__)
+    assert _similar_batches(order, fresh, 8, 0.25) == [[0, 7, 1, 6], [2], [3, 4], [5]]
+    assert _similar_batches(order, fresh, 3, 0.25) == [[0, 7, 1], [6, 2], [3, 4], [5]]
+    assert _similar_batches(order, fresh, 4, None) == [[0, 7, 1, 6], [2, 3, 4, 5]]
