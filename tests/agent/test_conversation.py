@@ -233,3 +233,33 @@ def test_bfcl_smollm2_run_goes_through_the_native_tool_path():
     for earlier, later in zip(recording.requests, recording.requests[1:], strict=False):
         assert later.messages[: len(earlier.messages)] == earlier.messages
     assert backbone.usage.reused_prompt_tokens > 0 or len(steps) == 1
+
+
+def test_unchanged_per_step_memory_is_not_repeated_while_it_is_in_view():
+    conv = _conversation(2)  # the first message shows slot "m": "memory slot"
+    same, new = MemoryContext({"m": "memory slot"}, ["m0"]), MemoryContext({"m": "hint B"}, ["m1"])
+    conv.add_step("act 1", _observation(1), same, show_actions=False)
+    conv.add_step("act 2", _observation(2), new, show_actions=False)
+    conv.add_step("act 3", _observation(3), new, show_actions=False)
+    users = [m["content"] for m in conv.messages() if m["role"] == "user"]
+    assert users[-2:] == ["obs 2\n\nhint B", "obs 3"]  # shown once, then in view
+    # step 2 (which showed "hint B") is cut from the prompt: the slot is shown again
+    for i in (4, 5):
+        conv.add_step(f"act {i}", _observation(i), new, show_actions=False)
+    assert conv.first_shown() == 3
+    assert [m["content"] for m in conv.messages()][-1] == "obs 5"
+    assert any("hint B" in m["content"] for m in conv.messages()[2:])
+
+
+def test_single_format_with_no_history_limit_shows_every_step():
+    from memarena.agent.prompts import build_messages
+    from memarena.core import Feedback, Step
+
+    steps = [Step(f"act {i}", f"obs {i}", 0.0, 0.0, Feedback(True, True)) for i in range(1, 13)]
+    kwargs = dict(initial_observation="obs 0", show_actions=False)
+    every = build_messages(PROMPT, TASK, _observation(12), steps, MemoryContext.empty(),
+                           history_steps=None, **kwargs)[1]["content"]  # fmt: skip
+    last3 = build_messages(PROMPT, TASK, _observation(12), steps, MemoryContext.empty(),
+                           history_steps=3, **kwargs)[1]["content"]  # fmt: skip
+    assert all(f"> act {i}\n" in every for i in range(1, 13)) and "omitted" not in every
+    assert "(earlier 9 steps omitted)" in last3 and "> act 9\n" not in last3

@@ -5,7 +5,8 @@ a first user message with the stable parts (few-shot examples, the episode's mem
 the initial observation, the reply format), then per step the agent's reply as an assistant
 message and what came back as a user message (or as tool messages, one per call, when the
 replies are native tool calls). Per-step memory (a method with ``granularity="step"``) and the
-valid actions (free-text mode) go into the newest user message. Nothing already sent is ever
+valid actions (free-text mode) go into the newest user message; a memory slot whose text is
+unchanged since a message the prompt still shows is not repeated. Nothing already sent is ever
 rewritten, so a prompt is the previous prompt plus what the step added: engines reuse the
 prefix's KV cache (hf keeps it; vLLM's prefix caching finds it).
 
@@ -54,7 +55,10 @@ def build_messages(
     count), the memory slots, the task, the recent history and the current observation (with
     the admissible actions when ``show_actions``)."""
     parts = _stable_parts(prompt, task, memory, initial_observation, examples)
-    recent = history[-history_steps:] if history_steps is None or history_steps > 0 else []
+    if history_steps is None:
+        recent = list(history)
+    else:
+        recent = history[-history_steps:] if history_steps > 0 else []
     if recent:
         skipped = len(history) - len(recent)
         lines = [f"(earlier {skipped} steps omitted)"] if skipped else []
@@ -109,6 +113,8 @@ class Conversation:
     history_steps: int | None = None
     native_tools: bool = False
     turns: list[_StepTurn] = field(default_factory=list)
+    # per memory slot: the text last shown and the step that showed it (-1: the first message)
+    shown: dict[str, tuple[str, int]] = field(default_factory=dict)
 
     @staticmethod
     def start(
@@ -132,7 +138,8 @@ class Conversation:
             {"role": "system", "content": system or prompt.system},
             {"role": "user", "content": "\n\n".join(parts)},
         ]
-        return Conversation(head, history_steps, native_tools)
+        shown = {name: (text, -1) for name, text in memory.slots.items() if text}
+        return Conversation(head, history_steps, native_tools, shown=shown)
 
     def add_step(
         self,
@@ -149,7 +156,7 @@ class Conversation:
             said = assistant_message(reply, id_prefix=f"call_{index}")
         else:
             said = {"role": "assistant", "content": reply}
-        extra = [text for text in (memory.slots.values() if memory else ()) if text]
+        extra = self._new_memory(memory, index)
         if show_actions and observation.admissible_actions:
             extra.append(_valid_actions(observation))
         calls = said.get("tool_calls") or []
@@ -180,8 +187,24 @@ class Conversation:
             out.extend(dict(m) for m in turn.messages)
         return out
 
-    def first_shown(self) -> int:
-        n, w = len(self.turns), self.history_steps
+    def _new_memory(self, memory: MemoryContext | None, index: int) -> list[str]:
+        """The slots to show with step ``index``: those whose text is not already in view
+        (a slot unchanged since a message the prompt still holds is not repeated)."""
+        first = self.first_shown(index + 1)
+        out = []
+        for name, text in (memory.slots.items() if memory else ()):
+            last = self.shown.get(name)
+            in_view = last is not None and (last[1] < 0 or last[1] >= first)
+            if not text or (in_view and last[0] == text):
+                continue
+            out.append(text)
+            self.shown[name] = (text, index)
+        return out
+
+    def first_shown(self, steps: int | None = None) -> int:
+        """The first step the prompt shows when it holds ``steps`` steps (default: now)."""
+        n = len(self.turns) if steps is None else steps
+        w = self.history_steps
         if w is None or n <= w:
             return 0
         if w <= 0:
