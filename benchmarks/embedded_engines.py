@@ -40,7 +40,7 @@ STEP = "You pick up the red block. It is in your hand; the blue block is on the 
 
 def agent_prompts(count: int) -> list[list[dict]]:
     with initialize_config_dir(config_dir=str(CONF), version_base=None):
-        cfg = compose("config", overrides=["env=pddl", "experiment=null"])
+        cfg = compose("config", overrides=["env=pddl"])
     env = instantiate(cfg.env, _convert_="all")
     prompts = []
     for task in env.tasks("test")[:count]:
