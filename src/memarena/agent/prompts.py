@@ -36,6 +36,7 @@ from memarena.core import (
 )
 
 PROMPT_FORMATS = ("conversation", "single")
+TOOL_CALLS = ("native", "text")  # tool-calling envs: native tool calls, or the env's text format
 
 
 def build_messages(

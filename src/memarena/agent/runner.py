@@ -37,7 +37,7 @@ from tqdm.auto import tqdm
 
 from memarena.agent.parse import parse_action
 from memarena.agent.policy import Decision, Policy
-from memarena.agent.prompts import PROMPT_FORMATS, Conversation, build_messages
+from memarena.agent.prompts import PROMPT_FORMATS, TOOL_CALLS, Conversation, build_messages
 from memarena.core import (
     REQUEST_FAILED,
     ChatRequest,
@@ -84,7 +84,7 @@ class RunnerSettings:
                 f"protocol.prompt_format must be one of {PROMPT_FORMATS}, "
                 f"not {self.prompt_format!r}"
             )
-        if self.tool_calls not in ("native", "text"):
+        if self.tool_calls not in TOOL_CALLS:
             raise ValueError(
                 f"protocol.tool_calls must be 'native' or 'text', not {self.tool_calls!r}"
             )

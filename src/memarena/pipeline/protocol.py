@@ -19,11 +19,10 @@ import typing
 from dataclasses import dataclass, fields
 from typing import Any
 
+from memarena.agent.prompts import PROMPT_FORMATS, TOOL_CALLS
 from memarena.core import ConfigError
 
 ACTION_MODES = ("choice", "free")
-PROMPT_FORMATS = ("conversation", "single")  # see memarena.agent.prompts
-TOOL_CALLS = ("native", "text")
 
 
 @dataclass(frozen=True)
