@@ -78,8 +78,16 @@ def _method(cfg) -> MemoryMethod:
 @pytest.mark.parametrize("option", _options("method"))
 def test_every_method_is_built(standins, option):
     extra, _ = standins
-    memory = _method(_compose([f"method={option}", "env=pddl", *extra]))
-    assert memory.name == option  # NoMemory's name is "none" too
+    cfg = _compose([f"method={option}", "env=pddl", *extra])
+    memory = _method(cfg)
+    if "mode" not in cfg.method:
+        assert memory.name == option  # NoMemory's name is "none" too
+        return
+    # a baseline with modes (parity / faithful) puts its mode in its name, so in result paths
+    assert memory.name == f"{option}_{cfg.method.mode}" == f"{option}_{memory.mode}"
+    other = "faithful" if memory.mode == "parity" else "parity"
+    cfg = _compose([f"method={option}", f"method.mode={other}", "env=pddl", *extra])
+    assert _method(cfg).name == f"{option}_{other}"
 
 
 @pytest.mark.parametrize("option", [o for o in _options("ablation") if o != "none"])

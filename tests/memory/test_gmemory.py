@@ -223,7 +223,10 @@ def test_observe_retrieve_slots_tokens_and_round_trip():
     assert ins.content == "pick before put" and ins.score == 2
     usage = memory.token_usage
     assert usage["key_steps"] == {
-        "calls": 5, "requests": 5, "prompt_tokens": 50, "completion_tokens": 15
+        "calls": 5,
+        "requests": 5,
+        "prompt_tokens": 50,
+        "completion_tokens": 15,
     }
     assert usage["fail_reason"]["calls"] == 1 and usage["insights"]["calls"] == 5
     assert usage["merge"]["calls"] == 0 and usage["relevance"]["calls"] == 0

@@ -1,0 +1,264 @@
+"""Parts the trajectory-storing baselines share (MemoryBank, Voyager, Generative Agents).
+
+- :class:`StoredTask`: one finished episode as these methods keep it (goal, outcome, the
+  (action, observation) steps, the time it was written on the memory's clock), rendered into a
+  prompt as a past example (:meth:`StoredTask.render`) or as the program of its valid actions
+  (:meth:`StoredTask.program`).
+- :class:`VectorIndex`: ids with unit-normalised embeddings in one float32 matrix; cosine search
+  of the top-k among an allowed subset is one matrix-vector product; snapshots as base64.
+
+The G-Memory reference code (bingreeky/GMemory, ``mas_memory/``) keeps these baselines' tasks
+in a Chroma store searched by squared L2 over unit MiniLM embeddings, which ranks as cosine
+does (``d = 2 - 2 cos``).
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from memarena.core import Backbone, ChatRequest, Outcome, Trajectory
+from memarena.memory.llm_calls import clip_text, json_batch
+
+CHUNK = 256  # rows the embedding matrix grows by
+
+# the summary of a finished task that MemoryBank and Voyager key a stored task by in G-Memory's
+# code (the same instruction for both: at most 6 sentences on one line); memarena's wording
+SUMMARY_SYSTEM = (
+    "You describe how an agent handled a task. Write at most 6 sentences on a single line: "
+    "what the task asked, the actions that mattered and how it ended."
+)
+SUMMARY_USER = 'Trajectory:\n{trajectory}\n\nAnswer with JSON: {{"summary": "..."}}'
+
+
+@dataclass
+class StoredTask:
+    """One finished episode. ``time`` is the index of the task on the memory's clock (the
+    number of tasks the memory had observed before it)."""
+
+    id: str
+    goal: str
+    success: bool
+    progress: float = 0.0
+    initial: str = ""
+    steps: list[tuple[str, str, bool]] = field(default_factory=list)  # action, obs, valid
+    time: int = 0
+
+    @staticmethod
+    def of(trajectory: Trajectory, outcome: Outcome, time: int, entry_id: str) -> StoredTask:
+        steps = [(s.action, s.observation, bool(s.feedback.valid_action)) for s in trajectory.steps]
+        return StoredTask(
+            id=entry_id,
+            goal=trajectory.task.goal,
+            success=bool(outcome.success),
+            progress=float(outcome.progress),
+            initial=trajectory.initial_observation,
+            steps=steps,
+            time=int(time),
+        )
+
+    @property
+    def status(self) -> str:
+        return "solved" if self.success else f"failed, progress {self.progress:.2f}"
+
+    def render(self, observation_chars: int = 300) -> str:
+        """The task, its outcome and the trajectory as it happened (``> action`` / observation
+        lines, the way the reference's ``format_task_context`` shows a past task)."""
+        lines = [f"Task: {self.goal} ({self.status})"]
+        if self.initial:
+            lines.append(clip_text(self.initial, observation_chars))
+        for action, observation, _ in self.steps:
+            lines += [f"> {clip_text(action, 200)}", clip_text(observation, observation_chars)]
+        return "\n".join(lines)
+
+    def program(self) -> list[str]:
+        """The actions the env accepted, in order (a skill's "program" in Voyager's sense)."""
+        return [action for action, _, valid in self.steps if valid]
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["steps"] = [list(s) for s in self.steps]
+        return out
+
+    @staticmethod
+    def from_dict(d: dict[str, Any]) -> StoredTask:
+        steps = [(str(a), str(o), bool(v)) for a, o, v in d.get("steps", [])]
+        return StoredTask(**{**d, "steps": steps})
+
+
+def stored_tasks(
+    groups: list[list[tuple[Trajectory, Outcome]]], clock: int
+) -> tuple[list[StoredTask], int]:
+    """The episodes of observed ``groups`` (one group per task, in order) as stored tasks: the
+    n-th task gets time ``clock + n``; ids ``<task id>@<time>`` (``.k`` for a group's k-th
+    sample). Returns them and the clock after them."""
+    out: list[StoredTask] = []
+    for group in groups:
+        for n, (trajectory, outcome) in enumerate(group):
+            entry_id = f"{trajectory.task.id}@{clock}" + (f".{n}" if n else "")
+            out.append(StoredTask.of(trajectory, outcome, clock, entry_id))
+        clock += 1
+    return out, clock
+
+
+class VectorIndex:
+    """Unit embeddings by id; cosine top-k with an optional filter on ids."""
+
+    def __init__(self) -> None:
+        self.ids: list[str] = []
+        self.row: dict[str, int] = {}
+        self._matrix = np.zeros((0, 0), dtype=np.float32)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __contains__(self, entry_id: str) -> bool:
+        return entry_id in self.row
+
+    @property
+    def matrix(self) -> np.ndarray:
+        return self._matrix[: len(self.ids)]
+
+    def add(self, entry_id: str, vector: np.ndarray) -> None:
+        """Add (or replace) the embedding of ``entry_id``."""
+        vector = _unit(vector)
+        if entry_id in self.row:
+            self._matrix[self.row[entry_id]] = vector
+            return
+        n = len(self.ids)
+        if self._matrix.shape[0] <= n:
+            grown = np.zeros((n + CHUNK, vector.shape[0]), dtype=np.float32)
+            if n:
+                grown[:n] = self._matrix[:n]
+            self._matrix = grown
+        self._matrix[n] = vector
+        self.row[entry_id] = n
+        self.ids.append(entry_id)
+
+    def remove(self, entry_ids: Iterable[str]) -> None:
+        gone = set(entry_ids) & set(self.row)
+        if not gone:
+            return
+        keep = [i for i in self.ids if i not in gone]
+        rows = [self.row[i] for i in keep]
+        self._matrix = self._matrix[rows].copy()
+        self.ids = keep
+        self.row = {i: n for n, i in enumerate(keep)}
+
+    def similarity(self, vector: np.ndarray) -> dict[str, float]:
+        """Cosine of ``vector`` with every stored embedding."""
+        if not self.ids:
+            return {}
+        sims = self.matrix @ _unit(vector)
+        return dict(zip(self.ids, sims.tolist(), strict=True))
+
+    def search(
+        self, vector: np.ndarray, k: int, allowed: Callable[[str], bool] | None = None
+    ) -> list[tuple[str, float]]:
+        """The ``k`` most similar ids (among those ``allowed`` accepts), most similar first;
+        ties keep insertion order."""
+        if k <= 0 or not self.ids:
+            return []
+        sims = self.matrix @ _unit(vector)
+        order = np.argsort(-sims, kind="stable")
+        out: list[tuple[str, float]] = []
+        for n in order:
+            entry_id = self.ids[int(n)]
+            if allowed is None or allowed(entry_id):
+                out.append((entry_id, float(sims[n])))
+                if len(out) == k:
+                    break
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """Ids in order and the matrix as base64 of its little-endian float32 bytes."""
+        matrix = self.matrix
+        return {
+            "ids": list(self.ids),
+            "dim": int(matrix.shape[1]) if matrix.size else 0,
+            "embeddings_b64": base64.b64encode(matrix.astype("<f4").tobytes()).decode("ascii"),
+        }
+
+    @staticmethod
+    def from_dict(d: dict[str, Any]) -> VectorIndex:
+        index = VectorIndex()
+        dim = int(d.get("dim", 0))
+        raw = np.frombuffer(base64.b64decode(d.get("embeddings_b64", "")), dtype="<f4")
+        matrix = raw.astype(np.float32).reshape(-1, dim) if dim else raw.reshape(0, 0)
+        for entry_id, vector in zip(d.get("ids", []), matrix, strict=True):
+            index.add(entry_id, vector)
+        return index
+
+
+def _unit(vector: Any) -> np.ndarray:
+    vector = np.asarray(vector, dtype=np.float32).reshape(-1)
+    norm = float(np.linalg.norm(vector))
+    return vector / norm if norm > 0 else vector
+
+
+def json_request(
+    system: str, user: str, schema: dict[str, Any], max_tokens: int, temperature: float = 0.0
+) -> ChatRequest:
+    """A JSON-schema constrained request of the memory LLM."""
+    return ChatRequest(
+        messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
+        json_schema=schema,
+        max_tokens=max_tokens,
+        temperature=temperature,
+    )
+
+
+def text_field(answer: Any, key: str, limit: int) -> str | None:
+    """``answer[key]`` as one clipped line, or None when the answer lacks a usable string."""
+    value = answer.get(key) if isinstance(answer, dict) else None
+    if not isinstance(value, str) or not value.strip():
+        return None
+    return clip_text(value, limit)
+
+
+def int_field(answer: Any, key: str, low: int, high: int) -> int | None:
+    """``answer[key]`` when it is an int in [low, high], else None."""
+    value = answer.get(key) if isinstance(answer, dict) else None
+    ok = isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+    return value if ok else None
+
+
+def summary_schema(max_chars: int) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {"summary": {"type": "string", "maxLength": max_chars}},
+        "required": ["summary"],
+    }
+
+
+def summarize_tasks(
+    llm: Backbone,
+    tasks: list[StoredTask],
+    *,
+    usage: dict[str, int],
+    fallbacks: dict[str, int],
+    kind: str,
+    chars: int = 600,
+    max_tokens: int = 256,
+    temperature: float = 0.1,
+    observation_chars: int = 300,
+    trajectory_chars: int = 6000,
+) -> list[str]:
+    """One batched call: a summary per task (:data:`SUMMARY_SYSTEM`); an unusable answer is
+    a counted fallback (``kind``) and the task's goal stands in."""
+    requests = [
+        json_request(
+            SUMMARY_SYSTEM,
+            SUMMARY_USER.format(trajectory=task.render(observation_chars)[:trajectory_chars]),
+            summary_schema(chars),
+            max_tokens,
+            temperature,
+        )
+        for task in tasks
+    ]
+    answers = json_batch(llm, requests, usage=usage, fallbacks=fallbacks, kind=kind)
+    return [text_field(a, "summary", chars) or t.goal for a, t in zip(answers, tasks, strict=True)]

@@ -1,0 +1,375 @@
+"""``GenerativeAgents`` (Park et al., 2023) as ``method=generative_agents``, in two modes.
+
+``mode: faithful`` -- the paper's memory stream (:mod:`.stream`):
+
+- each finished task is an observation memory (its task, outcome and trajectory), rated 1-10
+  for importance by the memory LLM (one batched call per observed wave); memarena's memories
+  are tasks, not the paper's per-minute perceptions, so one is written per episode;
+- retrieval, once per task: the ``top_k`` (3, memarena's choice: the paper fills its context
+  window) memories by recency + importance + relevance, each min-max normalised, weights
+  ``weights`` (1, 1, 1); recency decays ``recency_decay`` (0.995) per task since the last
+  access; a retrieval refreshes the access time while the memory learns (never when frozen);
+- reflection: when the importance of the observations written since the last reflection sums
+  to ``reflection_threshold`` (150) or more, the memory LLM asks ``reflection_questions`` (3)
+  questions about the ``reflection_window`` (100) most recently accessed memories; for each
+  question the ``reflection_evidence`` (10, memarena's choice) best-scored memories go to the
+  LLM, which infers up to ``insights_per_question`` (5) insights citing them; each insight is
+  stored as a reflection memory (importance rated like an observation, its evidence kept).
+
+``mode: parity`` -- as the G-Memory reference code (``mas_memory/generative.py``) runs it,
+which is what EvoGraph-Mem's and MemCo's tables measured: every finished task is stored with
+its label under the raw task text; retrieval takes the ``2 * top_k`` solved tasks most similar
+to the new task, the memory LLM rates each candidate's relevance to it from 1 to 10 (one
+batched call for all the tasks that start together), and the ``top_k`` (1) best-rated are
+shown as past examples (ties: similarity order). An unusable rating counts as 0 (the
+reference's value when no number is found) and as a fallback.
+
+Memory-LLM answers are JSON-schema constrained; a malformed one is a counted fallback: an
+importance of ``FALLBACK_IMPORTANCE``, no questions or insights from it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memarena.core import (
+    ChatRequest,
+    ConfigError,
+    MemoryContext,
+    MemoryMethod,
+    MemoryQuery,
+    Outcome,
+    Trajectory,
+)
+from memarena.memory.episodic import (
+    StoredTask,
+    VectorIndex,
+    int_field,
+    json_request,
+    stored_tasks,
+    text_field,
+)
+from memarena.memory.generative_agents import prompts
+from memarena.memory.generative_agents.stream import (
+    OBSERVATION,
+    REFLECTION,
+    MemoryObject,
+    MemoryStream,
+)
+from memarena.memory.llm_calls import json_batch, record_fallback
+
+MODES = ("parity", "faithful")
+DEFAULT_TOP_K = {"parity": 1, "faithful": 3}
+PURPOSES = ("importance", "questions", "insights", "relevance")
+FALLBACK_IMPORTANCE = 5  # the middle of the scale (memarena's choice)
+Pair = tuple[Trajectory, Outcome]
+
+
+class GenerativeAgents(MemoryMethod):
+    """Generative Agents' memory (parameters in ``conf/method/generative_agents.yaml``)."""
+
+    name = "generative_agents"
+    schema_version = 1
+    granularity = "task"
+
+    def __init__(
+        self,
+        mode: str = "parity",
+        top_k: int | None = None,
+        recency_decay: float = 0.995,
+        weights: tuple[float, float, float] | list[float] = (1.0, 1.0, 1.0),
+        reflection_threshold: float = 150.0,
+        reflection_window: int = 100,
+        reflection_questions: int = 3,
+        reflection_evidence: int = 10,
+        insights_per_question: int = 5,
+        observation_chars: int = 300,
+        max_tokens: int = 384,
+        rating_tokens: int = 16,
+        temperature: float = 0.0,
+        observe_batch: int = 16,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        if mode not in MODES:
+            raise ConfigError(f"memarena: method.mode={mode!r}; valid values: {list(MODES)}.")
+        if len(weights) != 3 or not 0.0 < recency_decay <= 1.0:
+            raise ConfigError(
+                "memarena: method=generative_agents needs weights = [recency, importance, "
+                f"relevance] and recency_decay in (0, 1]; got weights={list(weights)}, "
+                f"recency_decay={recency_decay}."
+            )
+        self.mode = mode
+        self.top_k = DEFAULT_TOP_K[mode] if top_k is None else int(top_k)
+        self.decay, self.weights = float(recency_decay), tuple(float(w) for w in weights)
+        self.threshold = float(reflection_threshold)
+        self.window, self.n_questions = int(reflection_window), int(reflection_questions)
+        self.n_evidence, self.n_insights = int(reflection_evidence), int(insights_per_question)
+        self.observation_chars = int(observation_chars)
+        self.max_tokens, self.temperature = int(max_tokens), float(temperature)
+        self.rating_tokens = int(rating_tokens)
+        self.acquisition_observe_tasks = int(observe_batch)
+        self.stream = MemoryStream()  # faithful
+        self.pending_importance = 0.0  # summed importance since the last reflection
+        self.tasks: dict[str, StoredTask] = {}  # parity
+        self.index = VectorIndex()
+        self.clock = 0
+        self.counts = {"writes": 0, "reflections": 0, "insights": 0}
+        self.token_usage = {p: {} for p in PURPOSES}
+        self.fallbacks: dict[str, int] = {}
+
+    def _ask(self, purpose: str, requests: list[ChatRequest]) -> list[Any]:
+        return json_batch(
+            self.services.llm,
+            requests,
+            usage=self.token_usage[purpose],
+            fallbacks=self.fallbacks,
+            kind=f"generative_agents_{purpose}",
+        )
+
+    def _rating(self, answer: Any, key: str) -> int | None:
+        """``answer[key]`` as a 1-10 rating; a parsed answer without one is a counted fallback
+        (an unparsable one was counted by ``json_batch``)."""
+        rated = int_field(answer, key, 1, 10)
+        if rated is None and answer is not None:
+            record_fallback(self.services.llm, f"generative_agents_{key}", self.fallbacks)
+        return rated
+
+    def _request(
+        self, system: str, user: str, schema: dict[str, Any], max_tokens: int | None = None
+    ) -> ChatRequest:
+        budget = self.max_tokens if max_tokens is None else max_tokens
+        return json_request(system, user, schema, budget, self.temperature)
+
+    # -- writing -------------------------------------------------------------------------------
+    def observe_groups(self, groups: list[list[Pair]]) -> None:
+        self.refuse_if_frozen()
+        new, self.clock = stored_tasks(groups, self.clock)
+        if not new:
+            return
+        self.counts["writes"] += len(new)
+        if self.mode == "parity":  # keyed by the raw task text, no LLM at write time
+            vectors = self.services.embedder.encode([t.goal for t in new])
+            for task, vector in zip(new, vectors, strict=True):
+                self.tasks[task.id] = task
+                self.index.add(task.id, vector)
+            return
+        memories = [
+            MemoryObject(
+                id=t.id,
+                kind=OBSERVATION,
+                description=f"Task: {t.goal} ({t.status})",
+                created=t.time,
+                last_access=t.time,
+                importance=FALLBACK_IMPORTANCE,
+                detail=t.render(self.observation_chars),
+                key=t.goal,
+            )
+            for t in new
+        ]
+        self._rate_and_store(memories)
+        self.pending_importance += sum(m.importance for m in memories)
+        if self.pending_importance >= self.threshold:
+            self.reflect_now()
+
+    def _observe(self, trajectory: Trajectory, outcome: Outcome) -> None:
+        self.observe_groups([[(trajectory, outcome)]])
+
+    def _rate_and_store(self, memories: list[MemoryObject]) -> None:
+        """Importance of each memory (one batched call), then into the stream."""
+        requests = [
+            self._request(
+                prompts.IMPORTANCE_SYSTEM,
+                prompts.IMPORTANCE_USER.format(memory=m.render()),
+                prompts.IMPORTANCE_SCHEMA,
+                self.rating_tokens,
+            )
+            for m in memories
+        ]
+        for memory, answer in zip(memories, self._ask("importance", requests), strict=True):
+            rated = self._rating(answer, "importance")
+            memory.importance = FALLBACK_IMPORTANCE if rated is None else rated
+        vectors = self.services.embedder.encode([m.embedding_key for m in memories])
+        for memory, vector in zip(memories, vectors, strict=True):
+            self.stream.add(memory, vector)
+
+    # -- reflection (faithful) -----------------------------------------------------------------
+    def reflect_now(self) -> int:
+        """One reflection over the latest memories; the number of insights stored."""
+        self.pending_importance = 0.0
+        self.counts["reflections"] += 1
+        latest = self.stream.latest(self.window)
+        listing = "\n".join(f"- {m.description}" for m in latest)
+        (answer,) = self._ask(
+            "questions",
+            [
+                self._request(
+                    prompts.QUESTIONS_SYSTEM,
+                    prompts.QUESTIONS_USER.format(memories=listing),
+                    _questions_schema(self.n_questions),
+                )
+            ],
+        )
+        raw = answer.get("questions") if isinstance(answer, dict) else None
+        questions = [q for q in raw if isinstance(q, str) and q.strip()] if raw else []
+        questions = questions[: self.n_questions]
+        if not questions:
+            return 0
+        vectors = self.services.embedder.encode(questions)
+        evidence: list[list[str]] = []
+        for vector in vectors:
+            chosen = self._best(vector, self.n_evidence)
+            self.stream.touch(chosen, self.clock)
+            evidence.append(chosen)
+        requests = [
+            self._request(
+                prompts.INSIGHTS_SYSTEM,
+                prompts.INSIGHTS_USER.format(
+                    question=q,
+                    memories="\n".join(
+                        f"{n}. {self.stream.objects[i].description}" for n, i in enumerate(ids, 1)
+                    ),
+                ),
+                _insights_schema(self.n_insights),
+            )
+            for q, ids in zip(questions, evidence, strict=True)
+        ]
+        made: list[MemoryObject] = []
+        for ids, answer in zip(evidence, self._ask("insights", requests), strict=True):
+            for text, cited in _insights(answer, self.n_insights):
+                made.append(
+                    MemoryObject(
+                        id=f"reflection-{self.counts['reflections']}.{len(made) + 1}",
+                        kind=REFLECTION,
+                        description=text,
+                        created=self.clock,
+                        last_access=self.clock,
+                        importance=FALLBACK_IMPORTANCE,
+                        evidence=list(dict.fromkeys(ids[n - 1] for n in cited if n <= len(ids))),
+                    )
+                )
+        if made:
+            self._rate_and_store(made)
+        self.counts["insights"] += len(made)
+        return len(made)
+
+    # -- retrieval -----------------------------------------------------------------------------
+    def _best(self, vector: Any, k: int) -> list[str]:
+        """The ``k`` memories of the stream with the best combined score for ``vector``."""
+        return self.stream.top(self.stream.scores(vector, self.clock, self.decay, self.weights), k)
+
+    def retrieve(self, query: MemoryQuery) -> MemoryContext:
+        return self.retrieve_batch([query])[0]
+
+    def retrieve_batch(self, queries: list[MemoryQuery]) -> list[MemoryContext]:
+        if not queries or self.size() == 0 or self.top_k == 0:
+            return [MemoryContext.empty() for _ in queries]
+        vectors = self.services.embedder.encode([q.task.goal for q in queries])
+        if self.mode == "parity":
+            return self._parity(queries, vectors)
+        out = []
+        for vector in vectors:
+            chosen = self._best(vector, self.top_k)
+            if not self.frozen:
+                self.stream.touch(chosen, self.clock)
+            body = "\n\n".join(self.stream.objects[i].render() for i in chosen)
+            slots = {"memories": f"{prompts.MEMORIES_HEADER}\n{body}"}
+            out.append(MemoryContext(slots=slots, memory_ids=chosen))
+        return out
+
+    def _parity(self, queries: list[MemoryQuery], vectors: Any) -> list[MemoryContext]:
+        """2k solved candidates per query by similarity, LLM-rated 1-10 in one batched call,
+        the top k shown."""
+        pools = [
+            [i for i, _ in self.index.search(v, 2 * self.top_k, lambda i: self.tasks[i].success)]
+            for v in vectors
+        ]
+        requests = [
+            self._request(
+                prompts.RELEVANCE_SYSTEM,
+                prompts.RELEVANCE_USER.format(
+                    example=self.tasks[i].render(self.observation_chars), goal=q.task.goal
+                ),
+                prompts.RELEVANCE_SCHEMA,
+                self.rating_tokens,
+            )
+            for q, pool in zip(queries, pools, strict=True)
+            for i in pool
+        ]
+        answers = iter(self._ask("relevance", requests))
+        out = []
+        for pool in pools:
+            rated = [self._rating(next(answers), "score") or 0 for _ in pool]
+            order = sorted(range(len(pool)), key=lambda n: -rated[n])  # stable: similarity order
+            ranked = [pool[n] for n in order[: self.top_k]]
+            if not ranked:
+                out.append(MemoryContext.empty())
+                continue
+            body = "\n\n".join(self.tasks[i].render(self.observation_chars) for i in ranked)
+            slots = {"past_tasks": f"{prompts.PAST_HEADER}\n{body}"}
+            out.append(MemoryContext(slots=slots, memory_ids=ranked))
+        return out
+
+    # -- reporting and snapshots ---------------------------------------------------------------
+    def metrics(self) -> dict[str, Any]:
+        out = {"memory_entries": self.size(), "memory_writes": self.counts["writes"]}
+        if self.mode == "faithful":
+            out["memory_reflections"] = self.counts["reflections"]
+            out["memory_insights"] = self.counts["insights"]
+        return out
+
+    def size(self) -> int:
+        return len(self.stream) if self.mode == "faithful" else len(self.tasks)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode,
+            "stream": self.stream.to_dict(),
+            "pending_importance": self.pending_importance,
+            "tasks": [t.to_dict() for t in self.tasks.values()],
+            "index": self.index.to_dict(),
+            "clock": self.clock,
+            "counts": dict(self.counts),
+            "token_usage": {p: dict(u) for p, u in self.token_usage.items()},
+            "fallbacks": dict(self.fallbacks),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.stream = MemoryStream.from_dict(state["stream"])
+        self.pending_importance = float(state["pending_importance"])
+        self.tasks = {d["id"]: StoredTask.from_dict(d) for d in state["tasks"]}
+        self.index = VectorIndex.from_dict(state["index"])
+        self.clock = int(state["clock"])
+        self.counts = {**self.counts, **state.get("counts", {})}
+        self.token_usage = {p: dict(state.get("token_usage", {}).get(p, {})) for p in PURPOSES}
+        self.fallbacks = dict(state.get("fallbacks", {}))
+
+
+def _questions_schema(n: int) -> dict[str, Any]:
+    schema = prompts.QUESTIONS_SCHEMA
+    items = {**schema["properties"]["questions"], "minItems": n, "maxItems": n}
+    return {**schema, "properties": {"questions": items}}
+
+
+def _insights_schema(n: int) -> dict[str, Any]:
+    schema = prompts.INSIGHTS_SCHEMA
+    items = {**schema["properties"]["insights"], "maxItems": n}
+    return {**schema, "properties": {"insights": items}}
+
+
+def _insights(answer: Any, limit: int) -> list[tuple[str, list[int]]]:
+    """(insight, cited memory numbers >= 1) of an insights answer, at most ``limit``."""
+    items = answer.get("insights") if isinstance(answer, dict) else None
+    out: list[tuple[str, list[int]]] = []
+    for item in (items if isinstance(items, list) else [])[:limit]:
+        text = text_field(item, "insight", 300)
+        if text is None:
+            continue
+        cited = item.get("evidence")
+        numbers = [n for n in (cited if isinstance(cited, list) else []) if _positive_int(n)]
+        out.append((text, numbers))
+    return out
+
+
+def _positive_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1

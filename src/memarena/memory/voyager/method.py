@@ -1,0 +1,224 @@
+"""``Voyager`` (Wang et al., 2023) as ``method=voyager``: its skill library, in two modes.
+
+``mode: faithful`` -- the paper's skill library (:mod:`.library`): after a *successful* task
+the memory LLM names the skill and describes it; the program (the task's accepted actions) is
+stored under the name, keyed by the description's embedding; a name already in the library
+becomes a new version. Retrieval, once per task: the ``top_k`` (5, Voyager's) skills whose
+description is most similar to the task, shown as named action programs. Voyager's automatic
+curriculum, iterative prompting and self-verification drive its own agent loop, not the memory,
+and are left out (the harness's protocol drives every method's agent the same way); its query
+is the task text (Voyager asks an LLM for a context to search with).
+
+``mode: parity`` -- as the G-Memory reference code (``mas_memory/voyager.py``) runs it, which is
+what EvoGraph-Mem's and MemCo's tables measured: every finished task is stored with its label,
+keyed by a memory-LLM summary (at most 6 sentences); retrieval shows the ``top_k`` (1) solved
+tasks most similar to the new task as past examples (task and trajectory).
+
+Memory-LLM calls are batched per observed wave and JSON-schema constrained. An unusable skill
+answer is a counted fallback and the skill is named after the task (``task_<id>``) with the
+goal as its description; an unusable summary is replaced by the goal (counted).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from memarena.core import ConfigError, MemoryContext, MemoryMethod, MemoryQuery, Outcome, Trajectory
+from memarena.memory.episodic import (
+    StoredTask,
+    VectorIndex,
+    json_request,
+    stored_tasks,
+    summarize_tasks,
+    text_field,
+)
+from memarena.memory.llm_calls import json_batch, record_fallback
+from memarena.memory.voyager import prompts
+from memarena.memory.voyager.library import Skill, SkillLibrary
+
+MODES = ("parity", "faithful")
+DEFAULT_TOP_K = {"parity": 1, "faithful": 5}
+PURPOSES = ("summary", "skill")
+NAME = re.compile(r"^[a-z][a-z0-9_]{0,47}$")
+Pair = tuple[Trajectory, Outcome]
+
+
+class Voyager(MemoryMethod):
+    """Voyager's skill library (parameters in ``conf/method/voyager.yaml``)."""
+
+    name = "voyager"
+    schema_version = 1
+    granularity = "task"
+
+    def __init__(
+        self,
+        mode: str = "parity",
+        top_k: int | None = None,
+        summary_chars: int = 600,
+        observation_chars: int = 300,
+        trajectory_chars: int = 6000,
+        max_tokens: int = 256,
+        temperature: float = 0.1,
+        observe_batch: int = 16,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        if mode not in MODES:
+            raise ConfigError(f"memarena: method.mode={mode!r}; valid values: {list(MODES)}.")
+        self.mode = mode
+        self.top_k = DEFAULT_TOP_K[mode] if top_k is None else int(top_k)
+        if self.top_k < 0:
+            raise ConfigError(f"memarena: method.top_k={top_k} must be >= 0.")
+        self.summary_chars, self.observation_chars = int(summary_chars), int(observation_chars)
+        self.trajectory_chars = int(trajectory_chars)
+        self.max_tokens, self.temperature = int(max_tokens), float(temperature)
+        self.acquisition_observe_tasks = int(observe_batch)
+        self.library = SkillLibrary()  # faithful
+        self.tasks: dict[str, StoredTask] = {}  # parity
+        self.summaries: dict[str, str] = {}
+        self.index = VectorIndex()
+        self.clock = 0
+        self.counts = {"writes": 0, "versions": 0, "skipped_failures": 0}
+        self.token_usage = {p: {} for p in PURPOSES}
+        self.fallbacks: dict[str, int] = {}
+
+    # -- writing -------------------------------------------------------------------------------
+    def observe_groups(self, groups: list[list[Pair]]) -> None:
+        self.refuse_if_frozen()
+        new, self.clock = stored_tasks(groups, self.clock)
+        if self.mode == "parity":
+            self._store_tasks(new)
+        else:
+            solved = [t for t in new if t.success]
+            self.counts["skipped_failures"] += len(new) - len(solved)
+            self._add_skills(solved)
+
+    def _observe(self, trajectory: Trajectory, outcome: Outcome) -> None:
+        self.observe_groups([[(trajectory, outcome)]])
+
+    def _store_tasks(self, new: list[StoredTask]) -> None:
+        if not new:
+            return
+        summaries = summarize_tasks(
+            self.services.llm,
+            new,
+            usage=self.token_usage["summary"],
+            fallbacks=self.fallbacks,
+            kind="voyager_summary",
+            chars=self.summary_chars,
+            max_tokens=self.max_tokens,
+            temperature=self.temperature,
+            observation_chars=self.observation_chars,
+            trajectory_chars=self.trajectory_chars,
+        )
+        vectors = self.services.embedder.encode(summaries)
+        for task, summary, vector in zip(new, summaries, vectors, strict=True):
+            self.tasks[task.id] = task
+            self.summaries[task.id] = summary
+            self.index.add(task.id, vector)
+        self.counts["writes"] += len(new)
+
+    def _add_skills(self, solved: list[StoredTask]) -> None:
+        """One batched call naming and describing each solved task's program."""
+        if not solved:
+            return
+        requests = [
+            json_request(
+                prompts.SKILL_SYSTEM,
+                prompts.SKILL_USER.format(
+                    goal=t.goal, program="\n".join(f"- {a}" for a in t.program()) or "(none)"
+                ),
+                prompts.SKILL_SCHEMA,
+                self.max_tokens,
+                self.temperature,
+            )
+            for t in solved
+        ]
+        answers = json_batch(
+            self.services.llm,
+            requests,
+            usage=self.token_usage["skill"],
+            fallbacks=self.fallbacks,
+            kind="voyager_skill",
+        )
+        skills = [self._skill(t, a) for t, a in zip(solved, answers, strict=True)]
+        vectors = self.services.embedder.encode([s.description for s in skills])
+        for skill, vector in zip(skills, vectors, strict=True):
+            stored = self.library.add(skill, vector)
+            self.counts["writes"] += 1
+            self.counts["versions"] += stored.version > 1
+
+    def _skill(self, task: StoredTask, answer: Any) -> Skill:
+        name = answer.get("name") if isinstance(answer, dict) else None
+        description = text_field(answer, "description", 400)
+        if not isinstance(name, str) or not NAME.match(name) or description is None:
+            if answer is not None:  # parsed but unusable (an unparsable one is counted already)
+                record_fallback(self.services.llm, "voyager_skill_fields", self.fallbacks)
+            name = "task_" + re.sub(r"[^a-z0-9_]", "_", task.id.lower())[:40]
+            description = task.goal
+        return Skill(name, 1, description, task.program(), task.goal, task.id)
+
+    # -- retrieval -----------------------------------------------------------------------------
+    def retrieve(self, query: MemoryQuery) -> MemoryContext:
+        return self.retrieve_batch([query])[0]
+
+    def retrieve_batch(self, queries: list[MemoryQuery]) -> list[MemoryContext]:
+        if not queries or self.size() == 0 or self.top_k == 0:
+            return [MemoryContext.empty() for _ in queries]
+        vectors = self.services.embedder.encode([q.task.goal for q in queries])
+        return [self._context(v) for v in vectors]
+
+    def _context(self, vector: Any) -> MemoryContext:
+        if self.mode == "faithful":
+            skills = self.library.search(vector, self.top_k)
+            if not skills:
+                return MemoryContext.empty()
+            body = "\n\n".join(s.render() for s in skills)
+            return MemoryContext(
+                slots={"skills": f"{prompts.SKILLS_HEADER}\n{body}"},
+                memory_ids=[s.name for s in skills],
+            )
+        hits = [
+            i for i, _ in self.index.search(vector, self.top_k, lambda i: self.tasks[i].success)
+        ]
+        if not hits:
+            return MemoryContext.empty()
+        body = "\n\n".join(self.tasks[i].render(self.observation_chars) for i in hits)
+        return MemoryContext(
+            slots={"past_tasks": f"{prompts.PAST_HEADER}\n{body}"}, memory_ids=hits
+        )
+
+    # -- reporting and snapshots ---------------------------------------------------------------
+    def metrics(self) -> dict[str, Any]:
+        out = {"memory_entries": self.size(), "memory_writes": self.counts["writes"]}
+        if self.mode == "faithful":
+            out["skill_versions"] = self.counts["versions"]
+            out["skills_replaced"] = len(self.library.replaced)
+        return out
+
+    def size(self) -> int:
+        return len(self.library) if self.mode == "faithful" else len(self.tasks)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode,
+            "library": self.library.to_dict(),
+            "tasks": [t.to_dict() for t in self.tasks.values()],
+            "summaries": dict(self.summaries),
+            "index": self.index.to_dict(),
+            "clock": self.clock,
+            "counts": dict(self.counts),
+            "token_usage": {p: dict(u) for p, u in self.token_usage.items()},
+            "fallbacks": dict(self.fallbacks),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.library = SkillLibrary.from_dict(state["library"])
+        self.tasks = {d["id"]: StoredTask.from_dict(d) for d in state["tasks"]}
+        self.summaries = dict(state["summaries"])
+        self.index = VectorIndex.from_dict(state["index"])
+        self.clock = int(state["clock"])
+        self.counts = {**self.counts, **state.get("counts", {})}
+        self.token_usage = {p: dict(state.get("token_usage", {}).get(p, {})) for p in PURPOSES}
+        self.fallbacks = dict(state.get("fallbacks", {}))
