@@ -54,7 +54,7 @@ from memarena.core import (
     Task,
     Trajectory,
 )
-from memarena.core.costs import MemoryCost, add_into, counters, difference
+from memarena.core.costs import MemoryCost, add_into, counters, difference, split
 
 log = logging.getLogger(__name__)
 
@@ -199,13 +199,18 @@ class EpisodeRunner:
 
         try:
             while queue or live:
-                while queue and len(live) < self.s.concurrency:
-                    order, task = queue.pop()
-                    started = self._start(order, task)
+                starting = []
+                while queue and len(live) + len(starting) < self.s.concurrency:
+                    started = self._start(*queue.pop())
                     if isinstance(started, EpisodeResult):
                         finish(started)
                     else:
-                        live.append(started)
+                        starting.append(started)
+                for item in self._retrieve_first(starting):
+                    if isinstance(item, EpisodeResult):
+                        finish(item)
+                    else:
+                        live.append(item)
                 if not live:
                     continue
                 for ended in self._step_all(live):
@@ -228,11 +233,7 @@ class EpisodeRunner:
             episode = self.env.open(task)
             obs = episode.reset()
             run = self._runs[order] if self._runs is not None else self.run_index
-            live = _Live(order, task, episode, obs, Trajectory(task, obs.text), run, started=t0)
-            if self.retrieve:
-                self._retrieve(live, MemoryQuery(task=task, observation=obs))
-            live.trajectory.memory_ids = list(live.memory.memory_ids)
-            return live
+            return _Live(order, task, episode, obs, Trajectory(task, obs.text), run, started=t0)
         except Exception as exc:  # env failed to start: record and go on
             log.warning("episode %s failed to start: %s", task.id, exc)
             if episode is not None:
@@ -240,6 +241,38 @@ class EpisodeRunner:
             traj = Trajectory(task, "")
             outcome = Outcome(False, 0.0, 0, "error", error=_error_text(exc))
             return EpisodeResult(traj, outcome, time.perf_counter() - t0, order)
+
+    def _retrieve_first(self, starting: list[_Live]) -> list[_Live | EpisodeResult]:
+        """The episodes' first retrieval, one :meth:`MemoryMethod.retrieve_batch` for all of
+        them; a failing retrieval ends those episodes with status ``error``."""
+        if not self.retrieve or not starting:
+            return list(starting)
+        queries = [MemoryQuery(task=item.task, observation=item.observation) for item in starting]
+        before = counters(self.memory)
+        try:
+            contexts = self.memory.retrieve_batch(queries)
+            if len(contexts) != len(starting):
+                raise RuntimeError(
+                    f"{type(self.memory).__name__}.retrieve_batch returned {len(contexts)} "
+                    f"contexts for {len(starting)} queries"
+                )
+        except Exception as exc:
+            log.warning("memory retrieval failed for %d episodes: %s", len(starting), exc)
+            return [self._failed_start(item, exc) for item in starting]
+        shares = split(difference(counters(self.memory), before), len(starting))
+        for item, context, spent in zip(starting, contexts, shares, strict=True):
+            item.memory = context
+            item.cost.add(context.memory_ids, context.slots, spent)
+            add_into(self.retrieval_spent, spent)
+            item.trajectory.memory_ids = list(context.memory_ids)
+        return list(starting)
+
+    def _failed_start(self, item: _Live, exc: Exception) -> EpisodeResult:
+        self._close(item.episode)
+        outcome = Outcome(False, 0.0, 0, "error", error=_error_text(exc))
+        return EpisodeResult(
+            item.trajectory, outcome, time.perf_counter() - item.started, item.order
+        )
 
     def _decision(self, item: _Live) -> Decision:
         obs = item.observation
@@ -288,9 +321,7 @@ class EpisodeRunner:
                 )
             else:
                 step_memory = item.memory if self.memory.granularity == "step" else None
-                item.conversation.add_step(
-                    item.reply, obs, step_memory, show_actions=show_actions
-                )
+                item.conversation.add_step(item.reply, obs, step_memory, show_actions=show_actions)
             messages = item.conversation.messages()
             if item.conversation.native_tools:
                 tools = prompt.tools

@@ -53,6 +53,24 @@ def add_into(total: Nested, part: Mapping[str, Any] | None) -> Nested:
     return total
 
 
+def split(spent: Mapping[str, Any], n: int) -> list[Nested]:
+    """``spent`` (nested int counters) shared among ``n`` episodes that were answered in one
+    batch: each counter divided evenly, the remainder going to the first ones, so the shares
+    add up to ``spent`` exactly."""
+    shares: list[Nested] = [{} for _ in range(n)]
+    for key, value in spent.items():
+        if isinstance(value, Mapping):
+            for share, inner in zip(shares, split(value, n), strict=True):
+                if inner:
+                    share[key] = inner
+        elif isinstance(value, int) and not isinstance(value, bool):
+            base, extra = divmod(value, n)
+            for i, share in enumerate(shares):
+                if base + (i < extra):
+                    share[key] = base + (i < extra)
+    return shares
+
+
 def tokens(usage: Mapping[str, Mapping[str, int]] | None) -> int:
     """Prompt + completion tokens of a ``{purpose: counters}`` usage."""
     return sum(

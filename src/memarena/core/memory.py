@@ -42,6 +42,12 @@ Evaluation (test split)
     :meth:`freeze` first and :meth:`observe` is refused; otherwise the memory keeps learning,
     every ``protocol.update_every`` tasks, and may ask for retries of failed tasks through
     :meth:`reflect` / :meth:`observe_retry` (at most ``max_reflections``; ReMe).
+    Episodes that start together (the first ``protocol.concurrency`` tasks of a wave, and any
+    that start in the same lockstep) are asked in one :meth:`retrieve_batch`, so a method
+    whose retrieval calls an LLM makes one batched call for them (default: :meth:`retrieve`
+    each). ``history_steps`` (None: the protocol's) is how many of the episode's own past steps
+    the agent's prompt keeps, for a method whose mechanism is that window (MemoryBank's
+    forgetting inside a task, as G-Memory's code runs it).
 
 Snapshot
     :meth:`save` / :meth:`load` write and read ``memory.json`` with ``name`` and
@@ -139,6 +145,8 @@ class MemoryMethod:
     # how many of the benchmark's fixed worked examples the agent's prompt shows: None = the
     # env's ``fewshot`` setting (the same for every method), an int, or "all" (ICL)
     benchmark_examples: int | str | None = None
+    # the agent's in-task history window this method imposes (None: ``protocol.history_steps``)
+    history_steps: int | None = None
 
     def __init__(
         self,
@@ -196,6 +204,11 @@ class MemoryMethod:
     def retrieve(self, query: MemoryQuery) -> MemoryContext:
         """Prompt slots for the agent (per task or per step, see ``granularity``)."""
         return MemoryContext.empty()
+
+    def retrieve_batch(self, queries: list[MemoryQuery]) -> list[MemoryContext]:
+        """The contexts of several episodes starting together, in order. Default: one
+        :meth:`retrieve` each; override to batch retrieval-time LLM calls."""
+        return [self.retrieve(query) for query in queries]
 
     def eval_views(self) -> list[str | None]:
         """The views evaluation runs under, each over the whole test set. One view (None) by

@@ -164,10 +164,12 @@ def build(
     except BaseException:
         holding.close()
         raise
+    # a method whose mechanism is the agent's in-task window sets it (MemoryBank, parity mode)
+    history = protocol.history_steps if memory.history_steps is None else memory.history_steps
     settings = RunnerSettings(
         concurrency=protocol.concurrency,
         step_budget=protocol.step_budget or env.step_budget,
-        history_steps=protocol.history_steps,
+        history_steps=history,
         action_mode=protocol.action_mode,
         temperature=protocol.temperature,
         max_tokens=protocol.max_tokens or env.max_tokens,
