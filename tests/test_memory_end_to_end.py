@@ -269,3 +269,74 @@ def test_methods_without_memory_show_none(tmp_path, method):
     _called_the_model(run)
     assert not (run / "memory").exists()
     assert all(not e["memory_ids"] for e in _lines(run / "episodes.jsonl"))
+
+
+# --- EvoGraph-Mem's Table 1 baselines -----------------------------------------------------------
+def _task_texts(state: dict, entry_id: str) -> list[str]:
+    """A stored task (MemoryBank, Generative Agents' parity mode) is shown as ``Task: <goal>``;
+    MemoryBank's overview (id ``overview``) with its text."""
+    if entry_id == "overview":
+        return [state["overview"]]
+    return [f"Task: {t['goal']}" for t in state["tasks"] if t["id"] == entry_id]
+
+
+def _skill_texts(state: dict, entry_id: str) -> list[str]:
+    """A Voyager skill is shown by its versioned name and description, then its program."""
+    out = []
+    for skill in state["library"]["skills"]:
+        name = skill["base"] + (f"V{skill['version']}" if skill["version"] > 1 else "")
+        if name == entry_id:
+            out.append(f"Skill {name}: {skill['description']}")
+    return out
+
+
+def test_memorybank_faithful_summarises_forgets_and_shows_memory(tmp_path):
+    """Faithful MemoryBank with SmolLM2 summarising: the episode summaries (one batched call)
+    and the overview are written, the forgetting curve drops the memories not recalled (the
+    clock is the task index), and what survived reaches the agent's prompt."""
+    built, run = _acquire_then_evaluate(tmp_path, ["method=memorybank", "method.mode=faithful"],
+                                        train=6)  # fmt: skip
+    assert built.parts[-3] == "memorybank_faithful"
+    metrics = _json(built / "metrics.json")
+    usage = metrics["memory_token_usage"]
+    assert usage["summary"]["requests"] == 6 and usage["overview"]["requests"] >= 1
+    state = _json(built / "memory" / "memory.json")["state"]
+    assert metrics["memory_writes"] == 6
+    assert metrics["memory_forgotten"] == 6 - len(state["tasks"]) > 0 and state["tasks"]
+    assert any(e["memory_ids"] for e in _lines(run / "episodes.jsonl"))
+    assert _shown_in_prompts(run, _task_texts, built) > 0
+
+
+def test_voyager_faithful_writes_skills_from_successes_and_shows_them(tmp_path):
+    built, run = _acquire_then_evaluate(tmp_path, ["method=voyager", "method.mode=faithful"],
+                                        train=6)  # fmt: skip
+    metrics = _json(built / "metrics.json")
+    episodes = _lines(built / "acquisition.jsonl")
+    solved = sum(e["success"] for e in episodes)
+    assert 0 < solved < len(episodes)  # the expert with noise failed some: those wrote nothing
+    assert metrics["memory_token_usage"]["skill"]["requests"] == solved
+    state = _json(built / "memory" / "memory.json")["state"]
+    skills = state["library"]["skills"]
+    assert len(skills) + len(state["library"]["replaced"]) == solved
+    assert all(s["program"] for s in skills)
+    assert any(e["memory_ids"] for e in _lines(run / "episodes.jsonl"))
+    assert _shown_in_prompts(run, _skill_texts, built) > 0
+
+
+def test_generative_agents_parity_reranks_with_the_model_and_shows_the_best(tmp_path):
+    """Parity Generative Agents stores tasks under their raw text (no LLM at write time); at
+    evaluation SmolLM2 rates two solved candidates per task, in one batched call for the tasks
+    that start together, and the best-rated one is shown."""
+    built, run = _acquire_then_evaluate(tmp_path, ["method=generative_agents"], train=6)
+    assert _json(built / "metrics.json")["memory_writes"] == 6
+    state = _json(built / "memory" / "memory.json")["state"]
+    candidates = min(2, sum(t["success"] for t in state["tasks"]))  # 2k solved, k = 1
+    assert candidates > 0
+    relevance = _json(run / "metrics.json")["memory_token_usage"]["relevance"]
+    # the 2 test tasks start together: one call rating each one's candidates
+    assert (relevance["calls"], relevance["requests"]) == (1, 2 * candidates)
+    episodes = _lines(run / "episodes.jsonl")
+    spent = [e["memory_cost"]["usage"]["relevance"]["requests"] for e in episodes]
+    assert sum(spent) == 2 * candidates  # the batch's cost shared among its episodes
+    assert all(len(e["memory_ids"]) == 1 for e in episodes)
+    assert _shown_in_prompts(run, _task_texts, built) > 0
