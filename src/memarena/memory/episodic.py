@@ -6,6 +6,10 @@
   (:meth:`StoredTask.program`).
 - :class:`VectorIndex`: ids with unit-normalised embeddings in one float32 matrix; cosine search
   of the top-k among an allowed subset is one matrix-vector product; snapshots as base64.
+- :class:`ModalBaseline`: what the three methods share around their mechanisms: the two modes
+  (``parity``: as G-Memory's code runs them; ``faithful``: their papers), ``top_k`` with a
+  default per mode, the memory's clock (tasks observed), counters, per-purpose token usage and
+  fallbacks, and those parts of the snapshot.
 
 The G-Memory reference code (bingreeky/GMemory, ``mas_memory/``) keeps these baselines' tasks
 in a Chroma store searched by squared L2 over unit MiniLM embeddings, which ranks as cosine
@@ -21,7 +25,15 @@ from typing import Any
 
 import numpy as np
 
-from memarena.core import Backbone, ChatRequest, Outcome, Trajectory
+from memarena.core import (
+    ChatRequest,
+    ConfigError,
+    MemoryContext,
+    MemoryMethod,
+    MemoryQuery,
+    Outcome,
+    Trajectory,
+)
 from memarena.memory.llm_calls import clip_text, json_batch
 
 CHUNK = 256  # rows the embedding matrix grows by
@@ -235,30 +247,95 @@ def summary_schema(max_chars: int) -> dict[str, Any]:
     }
 
 
-def summarize_tasks(
-    llm: Backbone,
-    tasks: list[StoredTask],
-    *,
-    usage: dict[str, int],
-    fallbacks: dict[str, int],
-    kind: str,
-    chars: int = 600,
-    max_tokens: int = 256,
-    temperature: float = 0.1,
-    observation_chars: int = 300,
-    trajectory_chars: int = 6000,
-) -> list[str]:
-    """One batched call: a summary per task (:data:`SUMMARY_SYSTEM`); an unusable answer is
-    a counted fallback (``kind``) and the task's goal stands in."""
-    requests = [
-        json_request(
-            SUMMARY_SYSTEM,
-            SUMMARY_USER.format(trajectory=task.render(observation_chars)[:trajectory_chars]),
-            summary_schema(chars),
-            max_tokens,
-            temperature,
+MODES = ("parity", "faithful")
+
+
+class ModalBaseline(MemoryMethod):
+    """Base of MemoryBank, Voyager and Generative Agents (see the module docstring).
+
+    Subclasses set ``name`` (the method, also the fallback-kind prefix), ``DEFAULT_TOP_K``
+    ({mode: k}), ``PURPOSES`` (their LLM calls) and ``COUNTS`` (their counters), and implement
+    ``observe_groups`` and ``retrieve_batch``."""
+
+    granularity = "task"
+    DEFAULT_TOP_K: dict[str, int] = {"parity": 1, "faithful": 1}
+    PURPOSES: tuple[str, ...] = ()
+    COUNTS: tuple[str, ...] = ("writes",)
+
+    def __init__(
+        self, mode: str = "parity", top_k: int | None = None, observe_batch: int = 16, **kwargs: Any
+    ) -> None:
+        super().__init__(**kwargs)
+        if mode not in MODES:
+            raise ConfigError(f"memarena: method.mode={mode!r}; valid values: {list(MODES)}.")
+        self.mode = mode
+        self.top_k = self.DEFAULT_TOP_K[mode] if top_k is None else int(top_k)
+        if self.top_k < 0:
+            raise ConfigError(f"memarena: method.top_k={top_k} must be >= 0 (null: the mode's).")
+        # the memory is read while acquiring (waves of protocol.update_every); without it
+        # tasks are observed this many at a time, one batched call per purpose
+        self.acquisition_observe_tasks = int(observe_batch)
+        self.clock = 0  # tasks observed so far: the memory's time
+        self.counts = {c: 0 for c in self.COUNTS}
+        self.token_usage = {p: {} for p in self.PURPOSES}
+        self.fallbacks: dict[str, int] = {}
+
+    def _observe(self, trajectory: Trajectory, outcome: Outcome) -> None:
+        self.observe_groups([[(trajectory, outcome)]])
+
+    def retrieve(self, query: MemoryQuery) -> MemoryContext:
+        return self.retrieve_batch([query])[0]
+
+    def _ask(self, purpose: str, requests: list[ChatRequest]) -> list[Any]:
+        """One batched JSON call for ``purpose``, counted under it."""
+        return json_batch(
+            self.services.llm,
+            requests,
+            usage=self.token_usage[purpose],
+            fallbacks=self.fallbacks,
+            kind=f"{type(self).name}_{purpose}",
         )
-        for task in tasks
-    ]
-    answers = json_batch(llm, requests, usage=usage, fallbacks=fallbacks, kind=kind)
-    return [text_field(a, "summary", chars) or t.goal for a, t in zip(answers, tasks, strict=True)]
+
+    def summarize(self, tasks: list[StoredTask]) -> list[str]:
+        """One batched ``summary`` call: a summary per task (:data:`SUMMARY_SYSTEM`); an
+        unusable answer is a counted fallback and the task's goal stands in. Reads the
+        subclass's ``summary_chars``, ``observation_chars``, ``trajectory_chars``,
+        ``max_tokens`` and ``temperature``."""
+        requests = [
+            json_request(
+                SUMMARY_SYSTEM,
+                SUMMARY_USER.format(
+                    trajectory=t.render(self.observation_chars)[: self.trajectory_chars]
+                ),
+                summary_schema(self.summary_chars),
+                self.max_tokens,
+                self.temperature,
+            )
+            for t in tasks
+        ]
+        answers = self._ask("summary", requests)
+        return [
+            text_field(a, "summary", self.summary_chars) or t.goal
+            for a, t in zip(answers, tasks, strict=True)
+        ]
+
+    def common_state(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode,
+            "clock": self.clock,
+            "counts": dict(self.counts),
+            "token_usage": {p: dict(u) for p, u in self.token_usage.items()},
+            "fallbacks": dict(self.fallbacks),
+        }
+
+    def load_common_state(self, state: dict[str, Any]) -> None:
+        if state.get("mode", self.mode) != self.mode:
+            raise ConfigError(
+                f"memarena: this snapshot was written in method.mode={state['mode']}; the run "
+                f"asks for mode={self.mode}. Use method.mode={state['mode']} or a fresh run."
+            )
+        self.clock = int(state["clock"])
+        self.counts = {**self.counts, **state.get("counts", {})}
+        usage = state.get("token_usage", {})
+        self.token_usage = {p: dict(usage.get(p, {})) for p in self.PURPOSES}
+        self.fallbacks = dict(state.get("fallbacks", {}))

@@ -32,16 +32,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from memarena.core import (
-    ChatRequest,
-    ConfigError,
-    MemoryContext,
-    MemoryMethod,
-    MemoryQuery,
-    Outcome,
-    Trajectory,
-)
+from memarena.core import ChatRequest, ConfigError, MemoryContext, MemoryQuery, Outcome, Trajectory
 from memarena.memory.episodic import (
+    ModalBaseline,
     StoredTask,
     VectorIndex,
     int_field,
@@ -56,21 +49,20 @@ from memarena.memory.generative_agents.stream import (
     MemoryObject,
     MemoryStream,
 )
-from memarena.memory.llm_calls import json_batch, record_fallback
+from memarena.memory.llm_calls import record_fallback
 
-MODES = ("parity", "faithful")
-DEFAULT_TOP_K = {"parity": 1, "faithful": 3}
-PURPOSES = ("importance", "questions", "insights", "relevance")
 FALLBACK_IMPORTANCE = 5  # the middle of the scale (memarena's choice)
 Pair = tuple[Trajectory, Outcome]
 
 
-class GenerativeAgents(MemoryMethod):
+class GenerativeAgents(ModalBaseline):
     """Generative Agents' memory (parameters in ``conf/method/generative_agents.yaml``)."""
 
     name = "generative_agents"
     schema_version = 1
-    granularity = "task"
+    DEFAULT_TOP_K = {"parity": 1, "faithful": 3}
+    PURPOSES = ("importance", "questions", "insights", "relevance")
+    COUNTS = ("writes", "reflections", "insights")
 
     def __init__(
         self,
@@ -90,17 +82,13 @@ class GenerativeAgents(MemoryMethod):
         observe_batch: int = 16,
         **kwargs: Any,
     ) -> None:
-        super().__init__(**kwargs)
-        if mode not in MODES:
-            raise ConfigError(f"memarena: method.mode={mode!r}; valid values: {list(MODES)}.")
+        super().__init__(mode=mode, top_k=top_k, observe_batch=observe_batch, **kwargs)
         if len(weights) != 3 or not 0.0 < recency_decay <= 1.0:
             raise ConfigError(
                 "memarena: method=generative_agents needs weights = [recency, importance, "
                 f"relevance] and recency_decay in (0, 1]; got weights={list(weights)}, "
                 f"recency_decay={recency_decay}."
             )
-        self.mode = mode
-        self.top_k = DEFAULT_TOP_K[mode] if top_k is None else int(top_k)
         self.decay, self.weights = float(recency_decay), tuple(float(w) for w in weights)
         self.threshold = float(reflection_threshold)
         self.window, self.n_questions = int(reflection_window), int(reflection_questions)
@@ -108,24 +96,10 @@ class GenerativeAgents(MemoryMethod):
         self.observation_chars = int(observation_chars)
         self.max_tokens, self.temperature = int(max_tokens), float(temperature)
         self.rating_tokens = int(rating_tokens)
-        self.acquisition_observe_tasks = int(observe_batch)
         self.stream = MemoryStream()  # faithful
         self.pending_importance = 0.0  # summed importance since the last reflection
         self.tasks: dict[str, StoredTask] = {}  # parity
         self.index = VectorIndex()
-        self.clock = 0
-        self.counts = {"writes": 0, "reflections": 0, "insights": 0}
-        self.token_usage = {p: {} for p in PURPOSES}
-        self.fallbacks: dict[str, int] = {}
-
-    def _ask(self, purpose: str, requests: list[ChatRequest]) -> list[Any]:
-        return json_batch(
-            self.services.llm,
-            requests,
-            usage=self.token_usage[purpose],
-            fallbacks=self.fallbacks,
-            kind=f"generative_agents_{purpose}",
-        )
 
     def _rating(self, answer: Any, key: str) -> int | None:
         """``answer[key]`` as a 1-10 rating; a parsed answer without one is a counted fallback
@@ -171,9 +145,6 @@ class GenerativeAgents(MemoryMethod):
         self.pending_importance += sum(m.importance for m in memories)
         if self.pending_importance >= self.threshold:
             self.reflect_now()
-
-    def _observe(self, trajectory: Trajectory, outcome: Outcome) -> None:
-        self.observe_groups([[(trajectory, outcome)]])
 
     def _rate_and_store(self, memories: list[MemoryObject]) -> None:
         """Importance of each memory (one batched call), then into the stream."""
@@ -258,9 +229,6 @@ class GenerativeAgents(MemoryMethod):
         """The ``k`` memories of the stream with the best combined score for ``vector``."""
         return self.stream.top(self.stream.scores(vector, self.clock, self.decay, self.weights), k)
 
-    def retrieve(self, query: MemoryQuery) -> MemoryContext:
-        return self.retrieve_batch([query])[0]
-
     def retrieve_batch(self, queries: list[MemoryQuery]) -> list[MemoryContext]:
         if not queries or self.size() == 0 or self.top_k == 0:
             return [MemoryContext.empty() for _ in queries]
@@ -323,26 +291,19 @@ class GenerativeAgents(MemoryMethod):
 
     def state_dict(self) -> dict[str, Any]:
         return {
-            "mode": self.mode,
+            **self.common_state(),
             "stream": self.stream.to_dict(),
             "pending_importance": self.pending_importance,
             "tasks": [t.to_dict() for t in self.tasks.values()],
             "index": self.index.to_dict(),
-            "clock": self.clock,
-            "counts": dict(self.counts),
-            "token_usage": {p: dict(u) for p, u in self.token_usage.items()},
-            "fallbacks": dict(self.fallbacks),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.load_common_state(state)
         self.stream = MemoryStream.from_dict(state["stream"])
         self.pending_importance = float(state["pending_importance"])
         self.tasks = {d["id"]: StoredTask.from_dict(d) for d in state["tasks"]}
         self.index = VectorIndex.from_dict(state["index"])
-        self.clock = int(state["clock"])
-        self.counts = {**self.counts, **state.get("counts", {})}
-        self.token_usage = {p: dict(state.get("token_usage", {}).get(p, {})) for p in PURPOSES}
-        self.fallbacks = dict(state.get("fallbacks", {}))
 
 
 def _questions_schema(n: int) -> dict[str, Any]:

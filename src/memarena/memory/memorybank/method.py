@@ -31,32 +31,30 @@ from __future__ import annotations
 
 from typing import Any
 
-from memarena.core import ConfigError, MemoryContext, MemoryMethod, MemoryQuery, Outcome, Trajectory
+from memarena.core import ConfigError, MemoryContext, MemoryQuery, Outcome, Trajectory
 from memarena.memory.episodic import (
+    ModalBaseline,
     StoredTask,
     VectorIndex,
     json_request,
     stored_tasks,
-    summarize_tasks,
     summary_schema,
     text_field,
 )
-from memarena.memory.llm_calls import json_batch
 from memarena.memory.memorybank import prompts
 from memarena.memory.memorybank.forgetting import retention
 
-MODES = ("parity", "faithful")
-DEFAULT_TOP_K = {"parity": 1, "faithful": 3}
-PURPOSES = ("summary", "overview")
 Pair = tuple[Trajectory, Outcome]
 
 
-class MemoryBank(MemoryMethod):
+class MemoryBank(ModalBaseline):
     """MemoryBank (parameters in ``conf/method/memorybank.yaml``)."""
 
     name = "memorybank"
     schema_version = 1
-    granularity = "task"
+    DEFAULT_TOP_K = {"parity": 1, "faithful": 3}
+    PURPOSES = ("summary", "overview")
+    COUNTS = ("writes", "forgotten", "recalls", "overviews")
 
     def __init__(
         self,
@@ -74,16 +72,12 @@ class MemoryBank(MemoryMethod):
         observe_batch: int = 16,
         **kwargs: Any,
     ) -> None:
-        super().__init__(**kwargs)
-        if mode not in MODES:
-            raise ConfigError(f"memarena: method.mode={mode!r}; valid values: {list(MODES)}.")
-        self.mode = mode
-        self.top_k = DEFAULT_TOP_K[mode] if top_k is None else int(top_k)
-        if self.top_k < 0 or initial_strength <= 0 or not 0.0 <= forget_threshold <= 1.0:
+        super().__init__(mode=mode, top_k=top_k, observe_batch=observe_batch, **kwargs)
+        if initial_strength <= 0 or not 0.0 <= forget_threshold <= 1.0:
             raise ConfigError(
-                "memarena: method=memorybank needs top_k >= 0, initial_strength > 0 and "
-                f"forget_threshold in [0, 1]; got top_k={self.top_k}, initial_strength="
-                f"{initial_strength}, forget_threshold={forget_threshold}."
+                "memarena: method=memorybank needs initial_strength > 0 and forget_threshold "
+                f"in [0, 1]; got initial_strength={initial_strength}, forget_threshold="
+                f"{forget_threshold}."
             )
         # parity: the reference's in-task forgetting window; faithful: the protocol's history
         self.history_steps = int(in_task_window) if mode == "parity" and in_task_window else None
@@ -93,19 +87,12 @@ class MemoryBank(MemoryMethod):
         self.summary_chars, self.observation_chars = int(summary_chars), int(observation_chars)
         self.trajectory_chars = int(trajectory_chars)
         self.max_tokens, self.temperature = int(max_tokens), float(temperature)
-        # the memory is read while acquiring (waves of protocol.update_every); without it
-        # tasks are observed this many at a time, one batched summary call each
-        self.acquisition_observe_tasks = int(observe_batch)
         self.tasks: dict[str, StoredTask] = {}
         self.summaries: dict[str, str] = {}
         self.strength: dict[str, float] = {}
         self.last_recall: dict[str, int] = {}
         self.index = VectorIndex()
         self.overview = ""
-        self.clock = 0  # tasks observed so far (the memory's time)
-        self.counts = {"writes": 0, "forgotten": 0, "recalls": 0, "overviews": 0}
-        self.token_usage = {p: {} for p in PURPOSES}
-        self.fallbacks: dict[str, int] = {}
 
     # -- writing -------------------------------------------------------------------------------
     def observe_groups(self, groups: list[list[Pair]]) -> None:
@@ -113,7 +100,7 @@ class MemoryBank(MemoryMethod):
         new, self.clock = stored_tasks(groups, self.clock)
         if not new:
             return
-        summaries = self._summaries(new)
+        summaries = self.summarize(new)
         vectors = self.services.embedder.encode(summaries)
         for task, summary, vector in zip(new, summaries, vectors, strict=True):
             self.tasks[task.id] = task
@@ -126,23 +113,6 @@ class MemoryBank(MemoryMethod):
             if self.overview_on:
                 self._rewrite_overview(summaries)
             self.forget()
-
-    def _observe(self, trajectory: Trajectory, outcome: Outcome) -> None:
-        self.observe_groups([[(trajectory, outcome)]])
-
-    def _summaries(self, tasks: list[StoredTask]) -> list[str]:
-        return summarize_tasks(
-            self.services.llm,
-            tasks,
-            usage=self.token_usage["summary"],
-            fallbacks=self.fallbacks,
-            kind="memorybank_summary",
-            chars=self.summary_chars,
-            max_tokens=self.max_tokens,
-            temperature=self.temperature,
-            observation_chars=self.observation_chars,
-            trajectory_chars=self.trajectory_chars,
-        )
 
     def _rewrite_overview(self, summaries: list[str]) -> None:
         user = prompts.OVERVIEW_USER.format(
@@ -161,15 +131,6 @@ class MemoryBank(MemoryMethod):
         if text:
             self.overview = text
             self.counts["overviews"] += 1
-
-    def _ask(self, purpose: str, requests: list) -> list[Any]:
-        return json_batch(
-            self.services.llm,
-            requests,
-            usage=self.token_usage[purpose],
-            fallbacks=self.fallbacks,
-            kind=f"memorybank_{purpose}",
-        )
 
     # -- forgetting (faithful) -----------------------------------------------------------------
     def retention_of(self, entry_id: str, now: int | None = None) -> float:
@@ -195,9 +156,6 @@ class MemoryBank(MemoryMethod):
         self.counts["recalls"] += len(entry_ids)
 
     # -- retrieval -----------------------------------------------------------------------------
-    def retrieve(self, query: MemoryQuery) -> MemoryContext:
-        return self.retrieve_batch([query])[0]
-
     def retrieve_batch(self, queries: list[MemoryQuery]) -> list[MemoryContext]:
         if not queries or not self.tasks or self.top_k == 0:
             return [self._context([]) for _ in queries]
@@ -241,32 +199,20 @@ class MemoryBank(MemoryMethod):
 
     def state_dict(self) -> dict[str, Any]:
         return {
-            "mode": self.mode,
+            **self.common_state(),
             "tasks": [t.to_dict() for t in self.tasks.values()],
             "summaries": dict(self.summaries),
             "strength": dict(self.strength),
             "last_recall": dict(self.last_recall),
             "index": self.index.to_dict(),
             "overview": self.overview,
-            "clock": self.clock,
-            "counts": dict(self.counts),
-            "token_usage": {p: dict(u) for p, u in self.token_usage.items()},
-            "fallbacks": dict(self.fallbacks),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        if state.get("mode", self.mode) != self.mode:
-            raise ConfigError(
-                f"memarena: this MemoryBank snapshot was written in mode={state['mode']}, the "
-                f"run asks for mode={self.mode}; use method.mode={state['mode']} or a fresh run."
-            )
+        self.load_common_state(state)
         self.tasks = {d["id"]: StoredTask.from_dict(d) for d in state["tasks"]}
         self.summaries = dict(state["summaries"])
         self.strength = {k: float(v) for k, v in state["strength"].items()}
         self.last_recall = {k: int(v) for k, v in state["last_recall"].items()}
         self.index = VectorIndex.from_dict(state["index"])
         self.overview = state.get("overview", "")
-        self.clock = int(state["clock"])
-        self.counts = {**self.counts, **state.get("counts", {})}
-        self.token_usage = {p: dict(state.get("token_usage", {}).get(p, {})) for p in PURPOSES}
-        self.fallbacks = dict(state.get("fallbacks", {}))

@@ -24,32 +24,31 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from memarena.core import ConfigError, MemoryContext, MemoryMethod, MemoryQuery, Outcome, Trajectory
+from memarena.core import MemoryContext, MemoryQuery, Outcome, Trajectory
 from memarena.memory.episodic import (
+    ModalBaseline,
     StoredTask,
     VectorIndex,
     json_request,
     stored_tasks,
-    summarize_tasks,
     text_field,
 )
-from memarena.memory.llm_calls import json_batch, record_fallback
+from memarena.memory.llm_calls import record_fallback
 from memarena.memory.voyager import prompts
 from memarena.memory.voyager.library import Skill, SkillLibrary
 
-MODES = ("parity", "faithful")
-DEFAULT_TOP_K = {"parity": 1, "faithful": 5}
-PURPOSES = ("summary", "skill")
 NAME = re.compile(r"^[a-z][a-z0-9_]{0,47}$")
 Pair = tuple[Trajectory, Outcome]
 
 
-class Voyager(MemoryMethod):
+class Voyager(ModalBaseline):
     """Voyager's skill library (parameters in ``conf/method/voyager.yaml``)."""
 
     name = "voyager"
     schema_version = 1
-    granularity = "task"
+    DEFAULT_TOP_K = {"parity": 1, "faithful": 5}
+    PURPOSES = ("summary", "skill")
+    COUNTS = ("writes", "versions", "skipped_failures")
 
     def __init__(
         self,
@@ -63,25 +62,14 @@ class Voyager(MemoryMethod):
         observe_batch: int = 16,
         **kwargs: Any,
     ) -> None:
-        super().__init__(**kwargs)
-        if mode not in MODES:
-            raise ConfigError(f"memarena: method.mode={mode!r}; valid values: {list(MODES)}.")
-        self.mode = mode
-        self.top_k = DEFAULT_TOP_K[mode] if top_k is None else int(top_k)
-        if self.top_k < 0:
-            raise ConfigError(f"memarena: method.top_k={top_k} must be >= 0.")
+        super().__init__(mode=mode, top_k=top_k, observe_batch=observe_batch, **kwargs)
         self.summary_chars, self.observation_chars = int(summary_chars), int(observation_chars)
         self.trajectory_chars = int(trajectory_chars)
         self.max_tokens, self.temperature = int(max_tokens), float(temperature)
-        self.acquisition_observe_tasks = int(observe_batch)
         self.library = SkillLibrary()  # faithful
         self.tasks: dict[str, StoredTask] = {}  # parity
         self.summaries: dict[str, str] = {}
         self.index = VectorIndex()
-        self.clock = 0
-        self.counts = {"writes": 0, "versions": 0, "skipped_failures": 0}
-        self.token_usage = {p: {} for p in PURPOSES}
-        self.fallbacks: dict[str, int] = {}
 
     # -- writing -------------------------------------------------------------------------------
     def observe_groups(self, groups: list[list[Pair]]) -> None:
@@ -94,24 +82,10 @@ class Voyager(MemoryMethod):
             self.counts["skipped_failures"] += len(new) - len(solved)
             self._add_skills(solved)
 
-    def _observe(self, trajectory: Trajectory, outcome: Outcome) -> None:
-        self.observe_groups([[(trajectory, outcome)]])
-
     def _store_tasks(self, new: list[StoredTask]) -> None:
         if not new:
             return
-        summaries = summarize_tasks(
-            self.services.llm,
-            new,
-            usage=self.token_usage["summary"],
-            fallbacks=self.fallbacks,
-            kind="voyager_summary",
-            chars=self.summary_chars,
-            max_tokens=self.max_tokens,
-            temperature=self.temperature,
-            observation_chars=self.observation_chars,
-            trajectory_chars=self.trajectory_chars,
-        )
+        summaries = self.summarize(new)
         vectors = self.services.embedder.encode(summaries)
         for task, summary, vector in zip(new, summaries, vectors, strict=True):
             self.tasks[task.id] = task
@@ -135,13 +109,7 @@ class Voyager(MemoryMethod):
             )
             for t in solved
         ]
-        answers = json_batch(
-            self.services.llm,
-            requests,
-            usage=self.token_usage["skill"],
-            fallbacks=self.fallbacks,
-            kind="voyager_skill",
-        )
+        answers = self._ask("skill", requests)
         skills = [self._skill(t, a) for t, a in zip(solved, answers, strict=True)]
         vectors = self.services.embedder.encode([s.description for s in skills])
         for skill, vector in zip(skills, vectors, strict=True):
@@ -160,9 +128,6 @@ class Voyager(MemoryMethod):
         return Skill(name, 1, description, task.program(), task.goal, task.id)
 
     # -- retrieval -----------------------------------------------------------------------------
-    def retrieve(self, query: MemoryQuery) -> MemoryContext:
-        return self.retrieve_batch([query])[0]
-
     def retrieve_batch(self, queries: list[MemoryQuery]) -> list[MemoryContext]:
         if not queries or self.size() == 0 or self.top_k == 0:
             return [MemoryContext.empty() for _ in queries]
@@ -202,23 +167,16 @@ class Voyager(MemoryMethod):
 
     def state_dict(self) -> dict[str, Any]:
         return {
-            "mode": self.mode,
+            **self.common_state(),
             "library": self.library.to_dict(),
             "tasks": [t.to_dict() for t in self.tasks.values()],
             "summaries": dict(self.summaries),
             "index": self.index.to_dict(),
-            "clock": self.clock,
-            "counts": dict(self.counts),
-            "token_usage": {p: dict(u) for p, u in self.token_usage.items()},
-            "fallbacks": dict(self.fallbacks),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.load_common_state(state)
         self.library = SkillLibrary.from_dict(state["library"])
         self.tasks = {d["id"]: StoredTask.from_dict(d) for d in state["tasks"]}
         self.summaries = dict(state["summaries"])
         self.index = VectorIndex.from_dict(state["index"])
-        self.clock = int(state["clock"])
-        self.counts = {**self.counts, **state.get("counts", {})}
-        self.token_usage = {p: dict(state.get("token_usage", {}).get(p, {})) for p in PURPOSES}
-        self.fallbacks = dict(state.get("fallbacks", {}))
