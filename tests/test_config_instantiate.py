@@ -83,11 +83,12 @@ def test_every_method_is_built(standins, option):
     if "mode" not in cfg.method:
         assert memory.name == option  # NoMemory's name is "none" too
         return
-    # a baseline with modes (parity / faithful) puts its mode in its name, so in result paths
+    # a baseline with modes (parity / faithful, full / lite) puts its mode in its name, so in
+    # result paths; every mode is built
     assert memory.name == f"{option}_{cfg.method.mode}" == f"{option}_{memory.mode}"
-    other = "faithful" if memory.mode == "parity" else "parity"
-    cfg = _compose([f"method={option}", f"method.mode={other}", "env=pddl", *extra])
-    assert _method(cfg).name == f"{option}_{other}"
+    for other in type(memory).MODES:
+        cfg = _compose([f"method={option}", f"method.mode={other}", "env=pddl", *extra])
+        assert _method(cfg).name == f"{option}_{other}"
 
 
 @pytest.mark.parametrize("option", [o for o in _options("ablation") if o != "none"])

@@ -232,8 +232,10 @@ def test_evograph_stores_trajectories_runs_its_controller_and_shows_memory(tmp_p
     fallbacks = memory_llm["fallbacks"].get("evograph_controller", 0)
     assert metrics["controller_fallbacks"] == fallbacks < 6
     decisions = metrics["controller_decisions"]
-    assert metrics["memory_insights"] == decisions["ADD"] + decisions["REVISE"] == len(
-        state["insights"]
+    assert (
+        metrics["memory_insights"]
+        == decisions["ADD"] + decisions["REVISE"]
+        == len(state["insights"])
     )
     assert any(e["memory_ids"] for e in _lines(run / "episodes.jsonl"))
     assert _shown_in_prompts(run, _stored_task_texts("insights"), built) > 0
@@ -340,3 +342,47 @@ def test_generative_agents_parity_reranks_with_the_model_and_shows_the_best(tmp_
     assert sum(spent) == 2 * candidates  # the batch's cost shared among its episodes
     assert all(len(e["memory_ids"]) == 1 for e in episodes)
     assert _shown_in_prompts(run, _task_texts, built) > 0
+
+
+# --- MemCo's and ReMe's baselines ------------------------------------------------------------
+def _note_texts(state: dict, entry_id: str) -> list[str]:
+    """An A-Mem note is shown with its content (the task line opens it)."""
+    return [n["content"].splitlines()[0] for n in state["notes"] if n["id"] == entry_id]
+
+
+def _experience_texts(state: dict, entry_id: str) -> list[str]:
+    return [f"Task: {e['goal']}" for e in state["experiences"] if e["id"] == entry_id]
+
+
+def test_amem_analyses_evolves_and_shows_notes(tmp_path):
+    """A-Mem (full) with SmolLM2 as the memory LLM: one analysis per note and one evolution
+    decision per note that had earlier neighbours, both batched per acquisition wave; the notes
+    (with their linked ones) reach the agent's prompt."""
+    built, run = _acquire_then_evaluate(
+        tmp_path, ["method=amem", "protocol.update_every=3"], train=6
+    )
+    assert built.parts[-3] == "amem_full"
+    usage = _json(built / "metrics.json")["memory_token_usage"]
+    assert (usage["analysis"]["requests"], usage["analysis"]["calls"]) == (6, 2)
+    assert usage["evolution"]["requests"] == 5  # every note but the first had neighbours
+    state = _json(built / "memory" / "memory.json")["state"]
+    assert len(state["notes"]) == 6
+    assert any(e["memory_ids"] for e in _lines(run / "episodes.jsonl"))
+    assert _shown_in_prompts(run, _note_texts, built) > 0
+
+
+def test_memrl_learns_values_and_shows_experiences(tmp_path):
+    """MemRL with SmolLM2 writing scripts and reflections; acquisition in waves of 2, so later
+    waves retrieve experiences and update their Q from the outcome; the experiences reach the
+    agent's prompt at evaluation."""
+    built, run = _acquire_then_evaluate(
+        tmp_path, ["method=memrl", "protocol.update_every=2", "method.epsilon=0.0"], train=6
+    )
+    metrics = _json(built / "metrics.json")
+    usage = metrics["memory_token_usage"]
+    assert usage["script"]["requests"] + usage["reflection"]["requests"] == 6
+    assert metrics["memory_q_updates"] > 0
+    state = _json(built / "memory" / "memory.json")["state"]
+    assert any(e["visits"] > 0 and e["q"] != 0.0 for e in state["experiences"])
+    assert any(e["memory_ids"] for e in _lines(run / "episodes.jsonl"))
+    assert _shown_in_prompts(run, _experience_texts, built) > 0

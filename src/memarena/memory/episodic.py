@@ -253,21 +253,27 @@ MODES = ("parity", "faithful")
 class ModalBaseline(MemoryMethod):
     """Base of MemoryBank, Voyager and Generative Agents (see the module docstring).
 
-    Subclasses set ``name`` (the method, also the fallback-kind prefix), ``DEFAULT_TOP_K``
-    ({mode: k}), ``PURPOSES`` (their LLM calls) and ``COUNTS`` (their counters), and implement
-    ``observe_groups`` and ``retrieve_batch``."""
+    Subclasses set ``name`` (the method, also the fallback-kind prefix), ``MODES`` (when not
+    parity / faithful), ``DEFAULT_TOP_K`` ({mode: k}), ``PURPOSES`` (their LLM calls) and
+    ``COUNTS`` (their counters), and implement ``observe_groups`` and ``retrieve_batch``."""
 
     granularity = "task"
+    MODES: tuple[str, ...] = MODES  # the first is the default
     DEFAULT_TOP_K: dict[str, int] = {"parity": 1, "faithful": 1}
     PURPOSES: tuple[str, ...] = ()
     COUNTS: tuple[str, ...] = ("writes",)
 
     def __init__(
-        self, mode: str = "parity", top_k: int | None = None, observe_batch: int = 16, **kwargs: Any
+        self,
+        mode: str | None = None,
+        top_k: int | None = None,
+        observe_batch: int = 16,
+        **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        if mode not in MODES:
-            raise ConfigError(f"memarena: method.mode={mode!r}; valid values: {list(MODES)}.")
+        mode = self.MODES[0] if mode is None else mode
+        if mode not in self.MODES:
+            raise ConfigError(f"memarena: method.mode={mode!r}; valid values: {list(self.MODES)}.")
         self.mode = mode
         self.top_k = self.DEFAULT_TOP_K[mode] if top_k is None else int(top_k)
         if self.top_k < 0:

@@ -1,0 +1,98 @@
+"""MemSkill's LLM prompts (memarena's wording, written from the paper): the controller that
+selects skills for a span (the LLM-controller variant MemCo ran), the executor that turns a span
+into memory operations, and the designer that evolves the skill bank from hard cases."""
+
+CONTROLLER_SYSTEM = (
+    "You manage an agent's memory. Given a span of its experience and the memories retrieved "
+    "for it, choose the {n} skills from the bank that best decide what to store, correct or "
+    "remove."
+)
+CONTROLLER_USER = (
+    "Task: {goal}\nSpan:\n{span}\n\nRetrieved memories:\n{memories}\n\nSkill bank:\n{skills}\n\n"
+    'Answer with JSON: {{"skills": ["name", ...]}}'
+)
+
+
+def controller_schema(names: list[str], n: int) -> dict:
+    return {
+        "type": "object",
+        "properties": {
+            "skills": {
+                "type": "array",
+                "items": {"type": "string", "enum": names},
+                "minItems": 1,
+                "maxItems": n,
+            }
+        },
+        "required": ["skills"],
+    }
+
+
+EXECUTOR_SYSTEM = (
+    "You update an agent's memory from a span of its experience, following the given skills. "
+    "Emit operations: INSERT a new item (content), UPDATE a shown item (its number and the new "
+    "content), DELETE a shown item (its number), or NOOP."
+)
+EXECUTOR_USER = (
+    "Task: {goal}\nSpan:\n{span}\n\nShown memory items:\n{memories}\n\nSkills:\n{skills}\n\n"
+    'Answer with JSON: {{"operations": [{{"op": "INSERT", "content": "..."}}, '
+    '{{"op": "UPDATE", "index": 1, "content": "..."}}, {{"op": "DELETE", "index": 2}}]}}'
+)
+EXECUTOR_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "operations": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "op": {"type": "string", "enum": ["INSERT", "UPDATE", "DELETE", "NOOP"]},
+                    "index": {"type": "integer", "minimum": 1},
+                    "content": {"type": "string", "maxLength": 400},
+                },
+                "required": ["op"],
+            },
+            "maxItems": 6,
+        }
+    },
+    "required": ["operations"],
+}
+
+DESIGNER_SYSTEM = (
+    "You improve the memory skills of an agent. From the hard cases (tasks it failed with the "
+    "current memory) and the skill bank, propose at most {n} changes: add a new skill (name, "
+    "operation type insert/update/delete/noop, description, instruction) or refine an existing "
+    "one (its name, new description and instruction)."
+)
+DESIGNER_USER = (
+    "Skill bank:\n{skills}\n\nHard cases:\n{cases}\n\n"
+    'Answer with JSON: {{"changes": [{{"action": "add"|"refine", "name": "...", '
+    '"op": "insert", "description": "...", "instruction": "..."}}]}}'
+)
+
+
+def designer_schema(n: int) -> dict:
+    return {
+        "type": "object",
+        "properties": {
+            "changes": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "action": {"type": "string", "enum": ["add", "refine"]},
+                        "name": {"type": "string", "pattern": "^[a-z][a-z0-9_]{0,39}$"},
+                        "op": {"type": "string", "enum": ["insert", "update", "delete", "noop"]},
+                        "description": {"type": "string", "maxLength": 200},
+                        "instruction": {"type": "string", "maxLength": 400},
+                    },
+                    "required": ["action", "name", "description", "instruction"],
+                },
+                "maxItems": n,
+            }
+        },
+        "required": ["changes"],
+    }
+
+
+MEMORY_HEADER = "Memory items relevant to this task:"
