@@ -152,7 +152,7 @@ def test_overview_notebook_summarizes_every_run(tree, tmp_path):
     execute(NOTEBOOK.name, tree, out, "METRICS = None\nFIGURE_METRICS = ['success_rate']\n")
     summary = pd.read_csv(out / "summary.csv").fillna({"flags": ""})
     runs = [json.loads(p.read_text()) for p in sorted(tree.rglob("metrics.json"))]
-    assert len(runs) == 9 and len(summary) == len(runs) == len(pd.read_csv(out / "runs.csv"))
+    assert len(runs) == 12 and len(summary) == len(runs) == len(pd.read_csv(out / "runs.csv"))
     for m in runs:
         variant = m["method"] if m["ablation"] is None else f"{m['method']}+{m['ablation']}"
         (row,) = summary[

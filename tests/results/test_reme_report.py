@@ -523,3 +523,13 @@ def test_reme_experiment_sweep_cells_compose(experiment):
             assert cfg.protocol.snapshot_from == "reme_table1"
         if cfg.env.name == "bfcl":
             assert cfg.protocol.runs == 4
+
+
+def test_a_mem_full_mode_is_the_papers_a_mem_row(tmp_path):
+    """``method=amem`` writes ``amem_full/``; Table 1 puts it on the paper's A-Mem row."""
+    write_run(tmp_path, "reme_table1", "bfcl", "amem_full", None, 0, at_k([0.3], [0.5]))
+    runs = rr.load_runs(tmp_path, "table1")
+    assert list(runs["variant_key"]) == ["amem"] and list(runs["method"]) == ["amem_full"]
+    table = rr.beside_paper(rr.summarize(rr.long_metrics(runs)), "table1")
+    mine = table[(table["variant"] == "amem") & table["model"].astype(str).str.contains(BB)]
+    assert len(mine) == 1

@@ -49,7 +49,18 @@ PAPER = "memco"
 # the report sections a run's config may declare (report.tables): the main Tables 1, 3, 4 (Table
 # 1 also feeds Appendix H) and the ablation Tables 11-14 with their Figures 3-5
 SECTIONS = ("table1", "table3", "table4", "table11", "table12", "table13", "table14")
-METHOD_ORDER = ("icl", "amem", "a_mem", "memskill", "memrl", "gmemory", "g_memory", "memco")
+METHOD_ORDER = (
+    "icl",
+    "amem_lite",
+    "amem_full",
+    "amem",
+    "a_mem",
+    "memskill",
+    "memrl",
+    "gmemory",
+    "g_memory",
+    "memco",
+)
 SCOPE_VARIANTS = ("local_only", "global_only", "empirical", "concat_l5g5", "memco")
 FACET_VARIANTS = (
     "no_rx",

@@ -113,10 +113,19 @@ def command_for(section: str, conf_dir: str | Path | None = None) -> str:
     return section_commands(PAPER, check_section(section, SECTIONS, PAPER), conf_dir)
 
 
+# memarena method names of the paper's rows: A-Mem's full mode (result folder amem_full) is the
+# paper's A-Mem
+PAPER_VARIANTS = {"amem_full": "amem"}
+
+
 def load_runs(results_dir: str | Path, section: str) -> pd.DataFrame:
     """The runs whose config declares ReMe's ``section`` (:data:`SECTIONS`), with
-    ``variant_key``; empty frame when none has results yet."""
-    return section_runs(results_dir, PAPER, check_section(section, SECTIONS, PAPER))
+    ``variant_key`` (the paper's row names, :data:`PAPER_VARIANTS`); empty frame when none has
+    results yet."""
+    runs = section_runs(results_dir, PAPER, check_section(section, SECTIONS, PAPER))
+    if not runs.empty:
+        runs["variant_key"] = runs["variant_key"].replace(PAPER_VARIANTS)
+    return runs
 
 
 def report_missing(runs: pd.DataFrame, section: str, conf_dir: str | Path | None = None) -> bool:
