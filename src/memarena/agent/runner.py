@@ -132,6 +132,13 @@ class _Live:
     reply: str = ""  # the last reply, added to the conversation with the next observation
 
 
+def _error_result(trajectory: Trajectory, exc: Exception, t0: float, order: int) -> EpisodeResult:
+    """An episode that could not start (env or memory failed): status ``error``, the run goes
+    on."""
+    outcome = Outcome(False, 0.0, 0, "error", error=_error_text(exc))
+    return EpisodeResult(trajectory, outcome, time.perf_counter() - t0, order)
+
+
 def stable_seed(*parts: object) -> int:
     digest = hashlib.sha256("|".join(map(str, parts)).encode()).digest()
     return int.from_bytes(digest[:4], "little")
@@ -238,9 +245,7 @@ class EpisodeRunner:
             log.warning("episode %s failed to start: %s", task.id, exc)
             if episode is not None:
                 self._close(episode)
-            traj = Trajectory(task, "")
-            outcome = Outcome(False, 0.0, 0, "error", error=_error_text(exc))
-            return EpisodeResult(traj, outcome, time.perf_counter() - t0, order)
+            return _error_result(Trajectory(task, ""), exc, t0, order)
 
     def _retrieve_first(self, starting: list[_Live]) -> list[_Live | EpisodeResult]:
         """The episodes' first retrieval, one :meth:`MemoryMethod.retrieve_batch` for all of
@@ -269,10 +274,7 @@ class EpisodeRunner:
 
     def _failed_start(self, item: _Live, exc: Exception) -> EpisodeResult:
         self._close(item.episode)
-        outcome = Outcome(False, 0.0, 0, "error", error=_error_text(exc))
-        return EpisodeResult(
-            item.trajectory, outcome, time.perf_counter() - item.started, item.order
-        )
+        return _error_result(item.trajectory, exc, item.started, item.order)
 
     def _decision(self, item: _Live) -> Decision:
         obs = item.observation

@@ -37,6 +37,7 @@ from memarena.core import (
 from memarena.memory.llm_calls import clip_text, json_batch
 
 CHUNK = 256  # rows the embedding matrix grows by
+Pair = tuple[Trajectory, Outcome]  # one finished episode as the memory observes it
 
 # the summary of a finished task that MemoryBank and Voyager key a stored task by in G-Memory's
 # code (the same instruction for both: at most 6 sentences on one line); memarena's wording
@@ -102,9 +103,7 @@ class StoredTask:
         return StoredTask(**{**d, "steps": steps})
 
 
-def stored_tasks(
-    groups: list[list[tuple[Trajectory, Outcome]]], clock: int
-) -> tuple[list[StoredTask], int]:
+def stored_tasks(groups: list[list[Pair]], clock: int) -> tuple[list[StoredTask], int]:
     """The episodes of observed ``groups`` (one group per task, in order) as stored tasks: the
     n-th task gets time ``clock + n``; ids ``<task id>@<time>`` (``.k`` for a group's k-th
     sample). Returns them and the clock after them."""

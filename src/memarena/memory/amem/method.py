@@ -30,13 +30,11 @@ from typing import Any
 
 import numpy as np
 
-from memarena.core import ChatRequest, ConfigError, MemoryContext, MemoryQuery, Outcome, Trajectory
+from memarena.core import ChatRequest, ConfigError, MemoryContext, MemoryQuery
 from memarena.memory.amem import prompts
 from memarena.memory.amem.notes import Note, apply_evolution
-from memarena.memory.episodic import ModalBaseline, VectorIndex, json_request, stored_tasks
+from memarena.memory.episodic import ModalBaseline, Pair, VectorIndex, json_request, stored_tasks
 from memarena.memory.llm_calls import clip_text
-
-Pair = tuple[Trajectory, Outcome]
 
 
 class AMem(ModalBaseline):

@@ -32,9 +32,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from memarena.core import ChatRequest, ConfigError, MemoryContext, MemoryQuery, Outcome, Trajectory
+from memarena.core import ChatRequest, ConfigError, MemoryContext, MemoryQuery
 from memarena.memory.episodic import (
     ModalBaseline,
+    Pair,
     StoredTask,
     VectorIndex,
     int_field,
@@ -52,7 +53,6 @@ from memarena.memory.generative_agents.stream import (
 from memarena.memory.llm_calls import record_fallback
 
 FALLBACK_IMPORTANCE = 5  # the middle of the scale (memarena's choice)
-Pair = tuple[Trajectory, Outcome]
 
 
 class GenerativeAgents(ModalBaseline):

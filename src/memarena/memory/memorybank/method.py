@@ -31,9 +31,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from memarena.core import ConfigError, MemoryContext, MemoryQuery, Outcome, Trajectory
+from memarena.core import ConfigError, MemoryContext, MemoryQuery
 from memarena.memory.episodic import (
     ModalBaseline,
+    Pair,
     StoredTask,
     VectorIndex,
     json_request,
@@ -43,8 +44,6 @@ from memarena.memory.episodic import (
 )
 from memarena.memory.memorybank import prompts
 from memarena.memory.memorybank.forgetting import retention
-
-Pair = tuple[Trajectory, Outcome]
 
 
 class MemoryBank(ModalBaseline):

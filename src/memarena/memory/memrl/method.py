@@ -37,9 +37,10 @@ from typing import Any
 
 import numpy as np
 
-from memarena.core import ConfigError, MemoryContext, MemoryQuery, Outcome, Trajectory
+from memarena.core import ConfigError, MemoryContext, MemoryQuery
 from memarena.memory.episodic import (
     ModalBaseline,
+    Pair,
     StoredTask,
     VectorIndex,
     json_request,
@@ -48,8 +49,6 @@ from memarena.memory.episodic import (
 )
 from memarena.memory.memrl import prompts
 from memarena.memory.memrl.values import q_update, value_scores
-
-Pair = tuple[Trajectory, Outcome]
 
 
 @dataclass

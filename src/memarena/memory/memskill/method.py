@@ -34,13 +34,11 @@ from typing import Any
 
 import numpy as np
 
-from memarena.core import ConfigError, MemoryContext, MemoryQuery, Outcome, Trajectory
-from memarena.memory.episodic import ModalBaseline, StoredTask, json_request, stored_tasks
+from memarena.core import ConfigError, MemoryContext, MemoryQuery
+from memarena.memory.episodic import ModalBaseline, Pair, StoredTask, json_request, stored_tasks
 from memarena.memory.llm_calls import clip_text, record_fallback
 from memarena.memory.memskill import prompts
 from memarena.memory.memskill.banks import ItemBank, SkillBank
-
-Pair = tuple[Trajectory, Outcome]
 
 
 class MemSkill(ModalBaseline):

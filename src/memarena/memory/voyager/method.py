@@ -24,9 +24,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from memarena.core import MemoryContext, MemoryQuery, Outcome, Trajectory
+from memarena.core import MemoryContext, MemoryQuery
 from memarena.memory.episodic import (
     ModalBaseline,
+    Pair,
     StoredTask,
     VectorIndex,
     json_request,
@@ -38,7 +39,6 @@ from memarena.memory.voyager import prompts
 from memarena.memory.voyager.library import Skill, SkillLibrary
 
 NAME = re.compile(r"^[a-z][a-z0-9_]{0,47}$")
-Pair = tuple[Trajectory, Outcome]
 
 
 class Voyager(ModalBaseline):
