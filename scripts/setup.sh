@@ -3,7 +3,8 @@
 #   bash scripts/setup.sh          what `make run` needs: torch (2.13.0 CPU if no torch is
 #                                  present), memarena and its dependencies, the embedded models
 #   bash scripts/setup.sh --test   what `make test` adds: the dev tools (pytest, notebook
-#                                  execution, ruff) and a portable llama-cpp-python server build
+#                                  execution, ruff), the langmem extra (method=langmem) and a
+#                                  portable llama-cpp-python server build
 # On a GPU cluster, install your CUDA build of torch into the venv first; it is kept as is.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,8 +16,8 @@ start=$(date +%s)
 if [ "${1:-}" = "--test" ]; then
   # shellcheck disable=SC1091
   . "$VENV/bin/activate"
-  echo "[setup --test] installing the dev tools"
-  python -m pip install -q -e ".[dev]"
+  echo "[setup --test] installing the dev tools and the langmem extra (method=langmem's tests)"
+  python -m pip install -q -e ".[dev,langmem]"
   # A real OpenAI-compatible server for the openai engine's tests (tests/llm/test_openai_server.py)
   VENV="$VENV" bash scripts/build_llama_cpp.sh
   echo "[setup --test] ok in $(( $(date +%s) - start )) s"

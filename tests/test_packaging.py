@@ -11,7 +11,8 @@ from conftest import ROOT
 
 def _pyproject_requirements() -> set[str]:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    return set(project["dependencies"]) | set(project["optional-dependencies"]["dev"])
+    extras = project["optional-dependencies"]
+    return set(project["dependencies"]) | set(extras["dev"]) | set(extras["langmem"])
 
 
 def _environment_requirements() -> set[str]:
