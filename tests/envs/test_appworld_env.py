@@ -114,7 +114,9 @@ def test_real_cli_server_stops_where_the_data_is_missing(tmp_path):
 @needs_venv
 def test_real_server_protocol_on_the_smoke_root(smoke, tmp_path):
     root = str(smoke / "smoke_root")
-    server = AppWorldServer(str(VENV_PYTHON), root, port=_port(), log_dir=str(tmp_path))
+    # a relative python path works although the server runs in the root
+    python = os.path.relpath(VENV_PYTHON)
+    server = AppWorldServer(python, root, port=_port(), log_dir=str(tmp_path))
     try:
         client = server.start().client
         info = client.initialize("smk003_2", experiment_name="memarena_test", max_interactions=30)

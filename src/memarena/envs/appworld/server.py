@@ -65,7 +65,7 @@ class AppWorldServer:
     ) -> None:
         if launcher not in LAUNCHERS:
             raise MemarenaError(f"memarena: env.launcher={launcher!r}; valid: {list(LAUNCHERS)}")
-        self.python = str(python)
+        self.python = venv_python(python)  # absolute: the server runs with cwd=root
         self.root = str(Path(root).resolve())
         self.port = int(port)
         self.index = index
@@ -91,14 +91,19 @@ class AppWorldServer:
         self.stop()
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "wb") as log_file:
-            self.process = subprocess.Popen(
-                self.command(),
-                cwd=self.root,  # AppWorld reads a .env from the working directory
-                stdout=log_file,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
+            try:
+                self.process = subprocess.Popen(
+                    self.command(),
+                    cwd=self.root,  # AppWorld reads a .env from the working directory
+                    stdout=log_file,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                )
+            except OSError as exc:
+                raise AppWorldServerError(
+                    f"AppWorld server could not start ({' '.join(self.command())}): {exc}"
+                ) from None
         self.starts += 1
         t0 = time.monotonic()
         while time.monotonic() - t0 < self.startup_timeout:
