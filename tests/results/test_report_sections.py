@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from conftest import CONF
-from memarena.results import evograph_report, memco_report, reme_report
+from memarena.results import cross_paper_report, evograph_report, memco_report, reme_report
 from memarena.results.report_common import (
     CONF_DIR,
     declaring_configs,
@@ -17,7 +17,12 @@ from memarena.results.report_common import (
     section_runs,
 )
 
-MODULES = {"memco": memco_report, "evograph": evograph_report, "reme": reme_report}
+MODULES = {
+    "memco": memco_report,
+    "evograph": evograph_report,
+    "reme": reme_report,
+    "cross_paper": cross_paper_report,
+}
 PAPER_CONFIGS = sorted(
     p.stem for p in (CONF / "experiment").glob("*.yaml") if p.stem.split("_")[0] in MODULES
 )
