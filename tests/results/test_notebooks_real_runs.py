@@ -4,16 +4,17 @@ The module fixture ``tree`` runs ``python run.py`` (``run_py``) with the paper e
 that declare the notebooks' sections, on stand-in data (``env.require_data=false``), with the
 scripted expert as the agent (``backbone=scripted``: no agent LLM) and small caps:
 
-- MemCo Table 1: ``memco_table1_pddl`` and ``memco_table1_alfworld``, ICL and MemCo (ALFWorld on
-  a two-domain household suite whose test set holds familiar and held-out layouts, so
-  metrics.json has ``per_split``); Table 12: ``memco_table12`` local_only on that MemCo run's
-  snapshot (memory-cost metrics);
+- MemCo Table 1: ``memco_table1_pddl`` and ``memco_table1_alfworld``, its six methods (ICL,
+  A-Mem lite, MemSkill, MemRL, G-Memory, MemCo; ALFWorld on a two-domain household suite whose
+  test set holds familiar and held-out layouts, so metrics.json has ``per_split``), which feed
+  Appendix H's statistics over the three blocks; Table 12: ``memco_table12`` local_only on
+  that MemCo run's snapshot (memory-cost metrics);
 - EvoGraph-Mem Tables 1 and 2: ``evograph_table1_pddl``, no memory, the three older baselines
   in parity mode (MemoryBank, Voyager, Generative Agents) and EvoGraph-Mem (the memory methods'
   own calls go to the embedded SmolLM2, so ``memory_token_usage`` is real);
 - ReMe Table 1 (also the base rows of Tables 2 and 4, Figure 5 and the cost table):
-  ``reme_table1`` on BFCL, No Memory and ReMe (fixed), 4 runs x 3 repetitions of one test task,
-  SmolLM2 as the summarizer.
+  ``reme_table1`` on BFCL, No Memory, A-Mem (full), LangMem and ReMe (fixed), 4 runs x 3
+  repetitions of one test task, SmolLM2 as the summarizer.
 
 Each notebook then runs on that tree and the tests compare the cells of the tables it writes with
 the numbers of the runs' metrics.json / episodes.jsonl, so a reader of a key or folder name the
@@ -57,6 +58,8 @@ SMALL_EVOGRAPH = [
     "protocol.step_budget=10",
     "memory_backbone.fallback.max_new_tokens=48",  # SmolLM2's answers (controller, key steps)
 ]
+# MemCo Table 1's methods (its sweep lists all but G-Memory, which it runs with method=gmemory)
+MEMCO_METHODS = ("icl", "amem_lite", "memskill", "memrl", "gmemory", "memco")
 SMALL_REME = [
     "experiment=reme_table1",
     "embedder=minilm",
@@ -86,13 +89,14 @@ def pipeline(root: Path, tag: str, *args: str) -> None:
 
 
 def memco_runs(root: Path) -> None:
-    """MemCo Table 1 (PDDL and ALFWorld, ICL and MemCo), then Table 12's local_only on the
+    """MemCo Table 1 (PDDL and ALFWorld, the six methods), then Table 12's local_only on the
     ALFWorld MemCo run's snapshot."""
-    table1_pddl = ["experiment=memco_table1_pddl", "env.train_source=generated", *SMALL_PDDL]
-    table1_alfworld = ["experiment=memco_table1_alfworld", *SMALL_ALFWORLD]
+    short = "memory_backbone.fallback.max_new_tokens=48"  # the baselines' SmolLM2 answers
+    table1_pddl = ["experiment=memco_table1_pddl", "env.train_source=generated", short, *SMALL_PDDL]
+    table1_alfworld = ["experiment=memco_table1_alfworld", short, *SMALL_ALFWORLD]
     table12 = ["experiment=memco_table12", "ablation=memco/local_only", *SMALL_ALFWORLD]
-    pipeline(root, "memco", "-m", "method=icl,memco", *table1_pddl)
-    pipeline(root, "memco", "-m", "method=icl,memco", *table1_alfworld)
+    pipeline(root, "memco", "-m", f"method={','.join(MEMCO_METHODS)}", *table1_pddl)
+    pipeline(root, "memco", "-m", f"method={','.join(MEMCO_METHODS)}", *table1_alfworld)
     pipeline(root, "memco", *table12)
 
 
@@ -105,8 +109,11 @@ def evograph_runs(root: Path) -> None:
 
 
 def reme_runs(root: Path) -> None:
-    """ReMe Table 1 on BFCL, No Memory and ReMe (fixed), one train and one test task."""
+    """ReMe Table 1 on BFCL, No Memory, A-Mem, LangMem and ReMe (fixed), one train and one test
+    task."""
     pipeline(root, "reme", *SMALL_REME, "method=none")
+    pipeline(root, "reme", *SMALL_REME, "method=amem", "method.max_tokens=64")
+    pipeline(root, "reme", *SMALL_REME, "method=langmem")
     pipeline(root, "reme", *SMALL_REME, "method=reme", "method.samples=2", "method.max_tokens=48")
 
 
@@ -152,7 +159,7 @@ def test_overview_notebook_summarizes_every_run(tree, tmp_path):
     execute(NOTEBOOK.name, tree, out, "METRICS = None\nFIGURE_METRICS = ['success_rate']\n")
     summary = pd.read_csv(out / "summary.csv").fillna({"flags": ""})
     runs = [json.loads(p.read_text()) for p in sorted(tree.rglob("metrics.json"))]
-    assert len(runs) == 12 and len(summary) == len(runs) == len(pd.read_csv(out / "runs.csv"))
+    assert len(runs) == 22 and len(summary) == len(runs) == len(pd.read_csv(out / "runs.csv"))
     for m in runs:
         variant = m["method"] if m["ablation"] is None else f"{m['method']}+{m['ablation']}"
         (row,) = summary[
@@ -178,7 +185,7 @@ def test_memco_notebook_table1_and_table12(tree, tmp_path):
     text = notebook_text(execute("memco.ipynb", tree, out))
     t1 = pd.read_csv(out / "table1.csv").set_index(["setting", "metric"])
     assert set(t1["backbone"]) == {AGENT}
-    for method in ("icl", "memco"):
+    for method in MEMCO_METHODS:
         pddl = metrics(tree, "memco_table1", "pddl_generated", method)
         alfworld = metrics(tree, "memco_table1", "alfworld_suite", method)
         for setting, source in (
@@ -208,7 +215,26 @@ def test_memco_notebook_table1_and_table12(tree, tmp_path):
     assert accuracy == pytest.approx(100 * familiar, abs=SHOWN)
     # a stand-in never sits beside the paper's numbers
     assert (t12[t12["paper"].notna()]["ours"] == "-").all()
-    assert "Appendix H needs Table 1 results" in text
+    # Appendix H over the six methods on the three blocks (PDDL, ALFWorld familiar / held-out)
+    acc = {}
+    for m in MEMCO_METHODS:
+        alfworld = metrics(tree, "memco_table1", "alfworld_suite", m)["per_split"]
+        acc[m] = {
+            "pddl": metrics(tree, "memco_table1", "pddl_generated", m)["success_rate"],
+            "familiar": alfworld["valid_seen"]["success_rate"],
+            "heldout": alfworld["valid_unseen"]["success_rate"],
+        }
+    acc = pd.DataFrame(acc)  # blocks x methods
+    ranks = pd.read_csv(out / "appH_ranks.csv").set_index("method")
+    assert set(ranks.index) == set(MEMCO_METHODS)
+    expected = acc.rank(axis=1, ascending=False, method="average").mean(axis=0)
+    for method, rank in expected.items():
+        assert ranks.loc[method, "avg_rank_accuracy"] == pytest.approx(rank)
+    omnibus = pd.read_csv(out / "appH_omnibus.csv").set_index("metric")
+    assert omnibus.loc["accuracy", "n_methods"] == 6 and omnibus.loc["accuracy", "n_blocks"] == 3
+    paired = pd.read_csv(out / "appH_paired.csv")
+    assert sorted(paired["baseline"].unique()) == sorted(set(MEMCO_METHODS) - {"memco"})
+    assert len(paired) == 10 and (paired["p_holm"] >= paired["p"] - 1e-12).all()
     for name in ("fig4cd_ablations.png", "fig3abc_memory_cost.png"):
         assert (out / name).read_bytes()[:8] == PNG
 
@@ -295,7 +321,7 @@ def test_reme_notebook_table1_fig5_and_cost(tree, tmp_path):
     assert (reme["runs"], reme["repetitions"]) == (4, 3)
     t1 = pd.read_csv(out / "table1.csv")
     ours = t1[t1["ours_backbone"] == AGENT].set_index("variant")
-    assert set(ours.index) == {"none", "reme"}
+    assert set(ours.index) == {"none", "amem", "langmem", "reme"}
     for variant, m in (("none", none), ("reme", reme)):
         assert ours.loc[variant, "BFCL-V3 Avg@4 ours"] == at_k_cell(m, "avg_at_k")
         assert ours.loc[variant, "BFCL-V3 Pass@4 ours"] == at_k_cell(m, "pass_at_k")

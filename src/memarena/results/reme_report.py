@@ -302,7 +302,7 @@ def beside_paper(
 
 def table1(summary: pd.DataFrame) -> pd.DataFrame:
     """Table 1: BFCL-V3, AppWorld and their average per model and method; ours only exist for
-    BFCL-V3 (AppWorld, A-Mem and LangMem are not in memarena: ``not run``)."""
+    BFCL-V3 (AppWorld is not in memarena: ``not run``)."""
     return beside_paper(summary, "table1", ("bfcl", "appworld", "avg"))
 
 
