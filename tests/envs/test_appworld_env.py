@@ -188,6 +188,7 @@ def test_run_py_scripted_end_to_end(smoke, tmp_path):
     assert metrics["success_rate"] == 1.0
     rows = [json.loads(x) for x in (path.parent / "episodes.jsonl").read_text().splitlines()]
     assert goal_completion(rows) == {"tgc": 1.0, "sgc": 1.0, "n_tasks": 2, "n_scenarios": 1}
+    assert (metrics["tgc"], metrics["sgc"], metrics["n_scenarios"]) == (1.0, 1.0, 1)
     assert {r["details"]["scenario"] for r in rows} == {"smk003"}
 
 

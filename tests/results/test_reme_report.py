@@ -412,10 +412,36 @@ def test_undeclared_tree_feeds_no_section(tmp_path):
     assert all(rr.load_runs(results, s).empty for s in rr.SECTIONS)
 
 
+def test_table1_puts_appworld_beside_bfcl_and_averages_them(tmp_path):
+    """The AppWorld rows (``reme_table1_appworld``, same experiment name) fill Table 1's AppWorld
+    column, and the Avg column is the mean of the two benchmarks, as the paper's."""
+    results = tmp_path / "r"
+    write_run(results, "reme_table1", "bfcl", "reme", None, 0, at_k([0.44, 0.46], [0.7, 0.6]))
+    write_run(
+        results, "reme_table1_appworld", "appworld", "reme", None, 0, at_k([0.2, 0.3], [0.4, 0.4])
+    )
+    write_run(results, "reme_table1_appworld", "appworld", "none", None, 0, at_k([0.1], [0.2]))
+    summary = rr.summarize(rr.long_metrics(rr.load_runs(results, "table1")))
+    t1 = rr.table1(summary)
+    ours = t1[t1["ours_backbone"] == BB].set_index("variant")
+    assert ours.loc["reme", "BFCL-V3 Avg@4 ours"] == "45.00 ± 1.00"
+    assert ours.loc["reme", "AppWorld Avg@4 ours"] == "25.00 ± 5.00"
+    assert ours.loc["reme", "Avg Avg@4 ours"] == "35.00"  # (45 + 25) / 2, no std
+    assert ours.loc["reme", "Avg Pass@4 ours"] == "52.50"  # (65 + 40) / 2
+    assert ours.loc["none", "AppWorld Pass@4 ours"] == "20.00"
+    assert ours.loc["none", "Avg Avg@4 ours"] == rr.NOT_RUN  # no BFCL-V3 run of it
+    assert ours.loc["reme", "AppWorld Avg@4 paper"] != rr.NOT_RUN
+
+
 def test_hints_name_the_declaring_configs():
     """Each section's hint lists the experiment configs that declare it, acquisition first."""
     names = {s: [c.name for c in declaring_configs("reme", s)] for s in rr.SECTIONS}
-    assert names["table1"] == ["reme_table1", "reme_table1_dynamic"]
+    assert names["table1"] == [
+        "reme_table1",
+        "reme_table1_appworld",
+        "reme_table1_appworld_dynamic",
+        "reme_table1_dynamic",
+    ]
     assert names["table3"] == ["reme_table1_dynamic", "reme_table3"]
     assert names["table4"] == ["reme_table1", "reme_table4_14b", "reme_table4_32b"]
     assert names["fig5"] == ["reme_table1", "reme_table1_dynamic"]

@@ -17,6 +17,7 @@ anything is built. So a constructor names every option it takes, and takes no ``
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -120,6 +121,12 @@ class Env(ABC):
     @abstractmethod
     def open(self, task: Task) -> Episode:
         """A new episode of ``task`` (not yet reset)."""
+
+    def run_metrics(self, records: Sequence[Any]) -> dict[str, Any]:
+        """The benchmark's own run-level metrics over a run's evaluation records (the latest
+        record of each episode), merged into ``metrics.json`` (AppWorld: ``tgc`` / ``sgc``).
+        Default: none."""
+        return {}
 
     def close(self) -> None:
         """Release what the env holds (JVMs, subprocesses); called once when the job ends."""

@@ -59,6 +59,7 @@ def metrics_of(parts: Parts, cfg: DictConfig, records: list[EpisodeRecord]) -> d
     cost and what the run was (see the module docstring)."""
     memory = parts.memory
     metrics = compute_metrics(records, runs_per_repetition=parts.protocol.runs)
+    metrics.update(parts.env.run_metrics(latest(records)))
     metrics.update(memory.metrics())
     metrics["memory_size"] = memory.size()
     acquired = snapshot_info(parts)

@@ -300,10 +300,36 @@ def beside_paper(
     return pd.DataFrame(rows)
 
 
+def with_average(
+    summary: pd.DataFrame, parts: Sequence[str] = ("bfcl", "appworld")
+) -> pd.DataFrame:
+    """``summary`` plus an ``avg`` env: per backbone, variant and metric that every env of
+    ``parts`` has, the mean of their means (the paper's Avg column: (BFCL-V3 + AppWorld) / 2,
+    no std)."""
+    sub = summary[summary["env"].isin(list(parts))]
+    if sub.empty:
+        return summary
+    means = sub.pivot_table(index=["backbone", "variant", "metric"], columns="env", values="mean")
+    if not set(parts) <= set(means.columns):
+        return summary
+    means = means[list(parts)].dropna()
+    seeds = sub.groupby(["backbone", "variant", "metric"])["n_seeds"].min()
+    avg = pd.DataFrame(
+        {
+            "env": "avg",
+            "mean": means.mean(axis=1),
+            "std": math.nan,
+            "n": len(parts),
+            "n_seeds": seeds.reindex(means.index),
+        }
+    ).reset_index()
+    return pd.concat([summary, avg[summary.columns]], ignore_index=True)
+
+
 def table1(summary: pd.DataFrame) -> pd.DataFrame:
-    """Table 1: BFCL-V3, AppWorld and their average per model and method; ours only exist for
-    BFCL-V3 (AppWorld is not in memarena: ``not run``)."""
-    return beside_paper(summary, "table1", ("bfcl", "appworld", "avg"))
+    """Table 1: BFCL-V3, AppWorld (``reme_table1`` and ``reme_table1_appworld``) and their
+    average (:func:`with_average`) per model and method, ours beside the paper's."""
+    return beside_paper(with_average(summary), "table1", ("bfcl", "appworld", "avg"))
 
 
 def prose_beside_ours(summary: pd.DataFrame) -> pd.DataFrame:

@@ -21,7 +21,7 @@ scenario of each task is in its payload and in the episode details (for SGC,
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ from memarena.core.errors import ConfigError
 from memarena.core.types import Task
 from memarena.envs.appworld import data
 from memarena.envs.appworld.episode import AppWorldEpisode
+from memarena.envs.appworld.metrics import goal_completion
 from memarena.envs.appworld.prompts import ACTION_FORMAT, FEWSHOT, system_for, task_text
 from memarena.envs.appworld.server import LAUNCHERS, ServerPool, venv_python
 from memarena.envs.options import check_official_data, check_step_budget, plain
@@ -185,6 +186,12 @@ class AppWorldEnv(Env):
             max_interactions=self.step_budget,
             expert_code=data.solution_code(self.data_root(), task_id),
         )
+
+    def run_metrics(self, records: Sequence[Any]) -> dict[str, Any]:
+        """AppWorld's Task and Scenario Goal Completion over the run (``tgc``, ``sgc``, with
+        ``n_scenarios``; averaged over runs and repetitions)."""
+        out = goal_completion(records)
+        return {"tgc": out["tgc"], "sgc": out["sgc"], "n_scenarios": out["n_scenarios"]}
 
     def close(self) -> None:
         """Stop every AppWorld server this env started."""

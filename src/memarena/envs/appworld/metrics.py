@@ -5,7 +5,8 @@
 - SGC, Scenario Goal Completion: the share of scenarios (task id ``<scenario>_<n>``) whose
   tasks all pass.
 
-With several runs of a task (ReMe's Avg@4), each (run, task) counts once for TGC and a scenario
+With several runs of a task (ReMe's Avg@4; runs of every repetition), each (run, task) counts
+once for TGC and a scenario
 passes in a run when all its tasks pass in that run; both are averaged over runs.
 """
 
@@ -33,7 +34,7 @@ def goal_completion(records: Iterable[Any]) -> dict[str, float | int]:
     """``{"tgc", "sgc", "n_tasks", "n_scenarios"}`` (rates in [0, 1]) of ``records``."""
     by_run: dict[Any, dict[str, bool]] = defaultdict(dict)
     for r in records:
-        run = (_get(r, "agent"), _get(r, "run", 0))
+        run = (_get(r, "agent"), _get(r, "repetition", 0), _get(r, "run", 0))
         task = appworld_task_id(r)
         by_run[run][task] = by_run[run].get(task, True) and bool(_get(r, "success", False))
     if not by_run:
