@@ -14,12 +14,9 @@ that showed it.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
+from test_memory_end_to_end import _json, _lines, _run
 
-from conftest import run_py
 from memarena.memory.langmem import render_episode
 
 pytestmark = pytest.mark.slow  # ~2.5 minutes on a 2-core CPU
@@ -36,22 +33,6 @@ METHOD = [
     "method.observation_chars=150",
     "method.max_tokens=320",
 ]
-COMMON = ["env=pddl", "logger=none", "protocol.record_prompts=true"]
-
-
-def _run(tmp_path: Path, args: list[str]) -> Path:
-    proc = run_py([*COMMON, *args, f"paths.results_dir={tmp_path}"], timeout=900)
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
-    (metrics,) = tmp_path.rglob("metrics.json")
-    return metrics.parent
-
-
-def _json(path: Path):
-    return json.loads(path.read_text())
-
-
-def _lines(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines()]
 
 
 def test_langmem_writes_episodes_with_the_real_package_and_shows_them_to_the_model(tmp_path):

@@ -32,6 +32,7 @@ from memarena.results.report_common import (  # noqa: F401  (re-exported for the
     check_section,
     number,
     ordered,
+    over_seeds,
     purpose_tokens,
     run_ids,
     save_figure,
@@ -119,11 +120,7 @@ def long_metrics(runs: pd.DataFrame) -> pd.DataFrame:
 
 def summarize(long: pd.DataFrame) -> pd.DataFrame:
     """Mean / sample std / n_seeds of each metric per env, backbone and method."""
-    by = ["env", "backbone", "variant", "metric"]
-    if long.empty:
-        return pd.DataFrame(columns=[*by, "mean", "std", "n_seeds"])
-    g = long.groupby(by, dropna=False, sort=True)["value"]
-    return g.agg(mean="mean", std="std", n_seeds="count").reset_index()
+    return over_seeds(long, ["env", "backbone", "variant", "metric"])
 
 
 def _env_order(envs: Sequence[str]) -> list[str]:

@@ -42,6 +42,7 @@ from memarena.results.report_common import (  # noqa: F401  (re-exported for the
     backbone_key,
     check_section,
     mean_bars,
+    over_seeds,
     purpose_tokens,
     run_ids,
     save_figure,
@@ -159,11 +160,7 @@ def long_metrics(runs: pd.DataFrame) -> pd.DataFrame:
 
 def summarize(long: pd.DataFrame) -> pd.DataFrame:
     """Mean / sample std / n_seeds of each metric per setting, backbone, variant."""
-    by = ["setting", "backbone", "variant", "metric"]
-    if long.empty:
-        return pd.DataFrame(columns=[*by, "mean", "std", "n_seeds"])
-    g = long.groupby(by, dropna=False, sort=True)["value"]
-    return g.agg(mean="mean", std="std", n_seeds="count").reset_index()
+    return over_seeds(long, ["setting", "backbone", "variant", "metric"])
 
 
 def paper_rows(tables: Sequence[str]) -> pd.DataFrame:

@@ -36,6 +36,7 @@ from memarena.results.report_common import (  # noqa: F401  (re-exported for the
     check_section,
     mean_bars,
     mean_line,
+    over_seeds,
     run_ids,
     save_figure,
     section_commands,
@@ -164,11 +165,7 @@ def long_metrics(runs: pd.DataFrame) -> pd.DataFrame:
 
 def summarize(long: pd.DataFrame, extra_by: Sequence[str] = ()) -> pd.DataFrame:
     """Mean / sample std / n_seeds of each metric per setting, backbone, variant (+extra)."""
-    by = ["setting", "backbone", "variant", *extra_by, "metric"]
-    if long.empty:
-        return pd.DataFrame(columns=[*by, "mean", "std", "n_seeds"])
-    g = long.groupby(by, dropna=False, sort=True)["value"]
-    return g.agg(mean="mean", std="std", n_seeds="count").reset_index()
+    return over_seeds(long, ["setting", "backbone", "variant", *extra_by, "metric"])
 
 
 def paper_rows(tables: Sequence[str]) -> pd.DataFrame:

@@ -120,6 +120,16 @@ def number(value: Any) -> float | None:
     return None if math.isnan(out) else out
 
 
+def over_seeds(long: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
+    """Mean / sample std / n_seeds of a long table's ``value`` per ``by`` (the reports'
+    summaries over seeds); an empty frame with those columns when ``long`` is empty."""
+    by = list(by)
+    if long.empty:
+        return pd.DataFrame(columns=[*by, "mean", "std", "n_seeds"])
+    g = long.groupby(by, dropna=False, sort=True)["value"]
+    return g.agg(mean="mean", std="std", n_seeds="count").reset_index()
+
+
 def ordered(names: Sequence[str], order: Sequence[str]) -> list[str]:
     """``names`` in the order of ``order``, the others after them alphabetically."""
     known = [m for m in order if m in names]
