@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import json
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -28,6 +27,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from memarena.core.processes import free_port, stop  # noqa: F401  (free_port: re-exported)
 from memarena.llm.embedded import resolve_embedded_llm
 
 SERVED_NAME = "smollm2-135m"
@@ -42,12 +42,6 @@ _SIGNAL_HINTS = {
 
 class ServerError(RuntimeError):
     """The local server did not start, or died; the message says how and shows its log tail."""
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def describe_exit(returncode: int) -> str:
@@ -135,17 +129,6 @@ class LocalServer:
                 f"the server is up but its first chat completion failed ({err!r}); "
                 f"last lines of {self.log}:\n{self.log_tail()}"
             ) from err
-
-
-def stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is not None:
-        return
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=10)
 
 
 @contextlib.contextmanager

@@ -22,7 +22,6 @@ from __future__ import annotations
 import atexit
 import logging
 import os
-import socket
 import subprocess
 import tempfile
 import threading
@@ -32,21 +31,15 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from memarena.core.errors import MemarenaError
+from memarena.core.processes import LOOPBACK, free_port, stop
 from memarena.envs.appworld.client import AppWorldClient, AppWorldServerError
 
 log = logging.getLogger(__name__)
 
 LAUNCHERS = ("loopback", "cli")
-HOST = "127.0.0.1"
+HOST = LOOPBACK
 LOOPBACK_SCRIPT = Path(__file__).with_name("serve_loopback.py")
 _LOG_TAIL_LINES = 25
-
-
-def free_port() -> int:
-    """A port the OS reports free on the loopback interface now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((HOST, 0))
-        return int(sock.getsockname()[1])
 
 
 class AppWorldServer:
@@ -133,14 +126,8 @@ class AppWorldServer:
 
     def stop(self) -> None:
         process, self.process = self.process, None
-        if process is None or process.poll() is not None:
-            return
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+        if process is not None:
+            stop(process)
 
     def log_tail(self) -> str:
         try:
