@@ -118,3 +118,83 @@ def test_experiment_null_drops_the_demo_caps_and_groups_compose_in_order():
     assert compose_cfg(["method=reme", "ablation=reme/summ_qwen3_14b"]).memory_backbone.get(
         "same_as_agent"
     )  # the ablation alone no longer switches it (the pipeline refuses that combination)
+
+
+# --- issue 22 item 5: messages that name the real key, sweeps, -m, the cap warning ----------
+
+
+def test_sweep_with_a_typo_in_a_method_key_names_that_key():
+    # was "method is not a config key. Did you mean method?" (the error text was matched)
+    message = check_overrides(["method=none,memco", "method.k_locl=3"], CONF)
+    assert message.startswith("memarena: method.k_locl is not a config key.")
+    assert "Did you mean method.k_local?" in message  # from memco's keys, not none's
+
+
+def test_misspelled_env_key_names_the_key_and_its_fix():
+    # was "env is not a config key"
+    message = check_overrides(["env.step_budjet=3"], CONF)
+    assert message.startswith("memarena: env.step_budjet is not a config key.")
+    assert "Did you mean env.step_budget?" in message
+
+
+def test_a_method_key_in_a_sweep_applies_where_the_method_has_it():
+    from memarena.config_check import plan_overrides
+
+    plan = plan_overrides(["method=none,memco", "method.k_local=3"], CONF, multirun=True)
+    assert plan.error is None
+    assert plan.rewrites == {"method.k_local=3": "++method.k_local=3"}
+    (note,) = plan.notes
+    assert "method.k_local applies only to the jobs with method=memco" in note
+    assert "method=none do not have the key" in note
+    # a key every job has is left as it is
+    plain = plan_overrides(["method=memco,gmemory", "protocol.step_budget=3"], CONF, True)
+    assert (plain.error, plain.rewrites, plain.notes) == (None, {}, [])
+
+
+def test_jobs_drop_a_forced_key_their_method_does_not_take():
+    from memarena.cli import drop_keys_not_taken
+
+    none = compose_cfg(["method=none", "++method.k_local=3"])
+    assert drop_keys_not_taken(none, ["method=none", "++method.k_local=3"]) == [
+        "++method.k_local=3"
+    ]
+    assert "k_local" not in none.method
+    memco = compose_cfg(["method=memco", "++method.k_local=3"])
+    assert drop_keys_not_taken(memco, ["method=memco", "++method.k_local=3"]) == []
+    assert memco.method.k_local == 3
+
+
+def test_sweep_experiment_without_m_says_so():
+    from memarena.config_check import plan_overrides
+
+    single = plan_overrides(["experiment=evograph_table1_pddl"], CONF, multirun=False)
+    assert single.error is None
+    (note,) = single.notes
+    assert "experiment=evograph_table1_pddl is a sweep" in note and "Add -m" in note
+    assert plan_overrides(["experiment=evograph_table1_pddl"], CONF, multirun=True).notes == []
+    assert plan_overrides(["method=icl"], CONF, multirun=False).notes == []
+
+
+def test_cap_warning_names_where_the_caps_come_from():
+    from memarena.config_check import cap_warning
+
+    assert "choose a paper experiment" in cap_warning("demo", (8, 4))
+    paper = cap_warning("memco_table1_pddl", (4, 4))
+    # was "choose a paper experiment" although one was chosen
+    assert "choose a paper experiment" not in paper
+    assert paper.startswith("experiment=memco_table1_pddl runs with task caps")
+    assert "protocol.max_train_tasks=null protocol.max_eval_tasks=null" in paper
+
+
+def test_run_py_sweeps_a_method_key_without_plus_plus(tmp_path):
+    proc = run_py(
+        ["-m", "method=none,memco", "method.k_local=3", "env=pddl", "backbone=scripted",
+         "logger=none", "protocol.max_train_tasks=1", "protocol.max_eval_tasks=1",
+         f"paths.results_dir={tmp_path}", f"hydra.sweep.dir={tmp_path}/sweep"],
+        timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout + proc.stderr
+    assert "method.k_local applies only to the jobs with method=memco" in out
+    assert "method.k_local=3 does not apply to this job" in out
+    assert len(list(tmp_path.rglob("metrics.json"))) == 2

@@ -62,16 +62,50 @@ def command_line_overrides(argv: list[str]) -> list[str]:
 
 def precheck(argv: list[str], conf_dir: Path) -> list[str]:
     """Exit with a one-paragraph message when the overrides name a bad choice or key; return
-    the arguments with group shorthands expanded (``env.wiki=local`` -> ``env/wiki=local``)."""
-    from memarena.config_check import check_overrides, expand_group_shorthand
+    the arguments with group shorthands expanded (``env.wiki=local`` -> ``env/wiki=local``)
+    and, in a sweep, a key that only some jobs' configs have forced (``++method.k_local=3``:
+    :func:`drop_keys_not_taken` removes it again in the jobs whose part does not take it).
+    Notes (such a key; a sweep experiment run without ``-m``) go to stderr."""
+    from memarena.config_check import expand_group_shorthand, plan_overrides
 
     argv = expand_group_shorthand(argv)
     overrides = command_line_overrides(argv)
-    message = check_overrides(overrides, conf_dir) if overrides else None
-    if message:
-        print(message, file=sys.stderr)
+    if not overrides:
+        return argv
+    multirun = any(a in ("-m", "--multirun") for a in argv)
+    plan = plan_overrides(overrides, conf_dir, multirun=multirun)
+    if plan.error:
+        print(plan.error, file=sys.stderr)
         sys.exit(2)
-    return argv
+    for note in plan.notes:
+        print(note, file=sys.stderr)
+    return [plan.rewrites.get(a, a) for a in argv]
+
+
+def drop_keys_not_taken(cfg: DictConfig, overrides: list[str]) -> list[str]:
+    """In a sweep job, remove each ``++a.b.key=v`` whose node ``a.b`` builds a target that does
+    not take ``key`` (``method.k_local`` in the ``method=none`` jobs of ``-m method=none,memco
+    method.k_local=3``); return the overrides dropped. A key no job takes never gets here:
+    :func:`precheck` refuses it."""
+    from omegaconf import OmegaConf, open_dict
+
+    from memarena.pipeline.validate import accepted_keys
+
+    dropped = []
+    for override in overrides:
+        if not override.startswith("++"):
+            continue
+        key = override[2:].split("=", 1)[0]
+        parent_path, _, leaf = key.rpartition(".")
+        node = OmegaConf.select(cfg, parent_path) if parent_path else None
+        if not isinstance(node, DictConfig) or "_target_" not in node:
+            continue
+        taken, _ = accepted_keys(str(node._target_))
+        if taken is not None and leaf not in taken:
+            with open_dict(node):
+                node.pop(leaf)
+            dropped.append(override)
+    return dropped
 
 
 def run_job(cfg: DictConfig) -> float | None:
@@ -84,6 +118,14 @@ def run_job(cfg: DictConfig) -> float | None:
     hydra = HydraConfig.get() if HydraConfig.initialized() else None
     choices = dict(hydra.runtime.choices) if hydra else {}
     overrides = list(hydra.overrides.task) if hydra else []
+    if hydra is not None and hydra.mode == RunMode.MULTIRUN:
+        for override in drop_keys_not_taken(cfg, overrides):
+            log.warning(
+                "%s does not apply to this job (%s); it runs without it",
+                override[2:],
+                " ".join(f"{g}={o}" for g, o in choices.items() if g in ("method", "env")),
+            )
+            overrides.remove(override)
     try:
         metrics = run(cfg, choices, overrides)
     except MemarenaError as exc:

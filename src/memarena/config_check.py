@@ -9,14 +9,17 @@ files in ``conf/``, then compose once to catch unknown keys.
 from __future__ import annotations
 
 import difflib
+import itertools
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.override_parser.types import Override
 from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
-from omegaconf.errors import OmegaConfBaseException
+from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
 import memarena.config_resolvers  # noqa: F401  (resolvers used by conf/)
 
@@ -61,7 +64,9 @@ def expand_group_shorthand(argv: list[str]) -> list[str]:
 
 
 def config_groups(conf_dir: Path) -> list[str]:
-    top = [p.name for p in conf_dir.iterdir() if p.is_dir()]
+    """memarena's config groups: the folders of ``conf/`` except ``hydra/`` (Hydra's own groups,
+    ``hydra/job_logging`` and the like, which Hydra checks itself)."""
+    top = [p.name for p in conf_dir.iterdir() if p.is_dir() and p.name != "hydra"]
     return sorted([*top, *(g for g in NESTED_GROUPS if (conf_dir / g).is_dir())])
 
 
@@ -100,13 +105,33 @@ def _unknown_key_message(cfg: DictConfig, key: str) -> str:
     )
 
 
+@dataclass
+class Precheck:
+    """What :func:`plan_overrides` found: an error (the run stops), the overrides rewritten for
+    Hydra (``method.k_local=3`` -> ``++method.k_local=3`` when only some jobs of a sweep have
+    the key) and notes to print before the run starts."""
+
+    error: str | None = None
+    rewrites: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
 def check_overrides(overrides: list[str], conf_dir: Path = CONF_DIR) -> str | None:
     """Return a one-paragraph error for bad overrides, or None when they compose."""
+    return plan_overrides(overrides, conf_dir, multirun=True).error
+
+
+def plan_overrides(overrides: list[str], conf_dir: Path = CONF_DIR, multirun: bool = False):
+    """Check the command line: group choices against ``conf/``, every key override against the
+    config of each combination of swept group choices (by key path in the composed config, not
+    by matching error text), then compose the first job once and check its keys strictly."""
     try:
         parsed = OverridesParser.create().parse_overrides(overrides)
     except HydraException as exc:
-        return f"memarena: could not parse the command line: {exc}".replace("\n", " ")
+        return Precheck(f"memarena: could not parse the command line: {exc}".replace("\n", " "))
     groups = set(config_groups(conf_dir))
+    group_values: dict[str, list[str]] = {}
+    key_overrides: list[tuple[Override, str]] = []
     first_values: list[str] = []
     for ov in parsed:
         key = ov.key_or_group
@@ -118,32 +143,106 @@ def check_overrides(overrides: list[str], conf_dir: Path = CONF_DIR) -> str | No
             for value in values:
                 message = _check_choice(conf_dir, key, value)
                 if message:
-                    return message
+                    return Precheck(message)
+            group_values[key] = values
+        elif ov.is_delete() and key in groups:
+            group_values[key] = ["~"]
+        elif not (ov.is_add() or ov.is_force_add() or ov.is_delete()):
+            key_overrides.append((ov, f"{key}={values[0]}"))
         prefix = ov.get_key_element()
         first_values.append(f"{prefix}={values[0]}" if not ov.is_delete() else ov.input_line)
+    plan = Precheck()
     GlobalHydra.instance().clear()
     try:
+        combos = _group_combinations(conf_dir, group_values)
+        partial: set[str] = set()
+        for ov, first in key_overrides:
+            error, note = _key_in_jobs(ov.key_or_group, combos)
+            if error:
+                return Precheck(error)
+            if note:
+                if not multirun:  # cannot happen without sweeps, which need -m
+                    return Precheck(note)
+                plan.rewrites[ov.input_line] = "++" + ov.input_line
+                plan.notes.append(note)
+                partial.add(first)
+        checked = [o for o in first_values if o not in partial]
         with initialize_config_dir(config_dir=str(conf_dir), version_base=None):
-            cfg = compose(config_name="config", overrides=first_values, return_hydra_config=True)
-        return _strict_keys(cfg, first_values, conf_dir)
+            cfg = compose(config_name="config", overrides=checked, return_hydra_config=True)
+        plan.error = _strict_keys(cfg, checked, conf_dir)
+        if not multirun and plan.error is None:
+            plan.notes.extend(_sweep_without_multirun(cfg))
     except (HydraException, OmegaConfBaseException) as exc:
         text = " ".join(f"{exc} {exc.__cause__ or ''}".split())
         bad = _missing_key(exc)
         if bad is not None:
-            return _unknown_key_message(_group_only_cfg(conf_dir, first_values), bad)
-        return "memarena: the configuration does not compose: " + " ".join(text.split())
+            return Precheck(_unknown_key_message(_group_only_cfg(conf_dir, first_values), bad))
+        return Precheck("memarena: the configuration does not compose: " + text)
     finally:
         GlobalHydra.instance().clear()
-    return None
+    return plan
+
+
+MAX_COMBINATIONS = 64  # swept group choices checked one by one (the rest share their keys)
+
+
+def _group_combinations(
+    conf_dir: Path, group_values: dict[str, list[str]]
+) -> list[tuple[str, DictConfig]]:
+    """(``method=memco``: the swept choices, its group-only config) for each combination of
+    the group choices on the command line (the experiment's own choices apply under each)."""
+    names = list(group_values)
+    out = []
+    combos = itertools.product(*(group_values[n] for n in names))
+    for values in itertools.islice(combos, MAX_COMBINATIONS):
+        picks = [f"~{n}" if v == "~" else f"{n}={v}" for n, v in zip(names, values, strict=True)]
+        swept = [p for p, n in zip(picks, names, strict=True) if len(group_values[n]) > 1]
+        out.append((" ".join(swept), _group_only_cfg(conf_dir, picks)))
+    return out
+
+
+def has_key(cfg: DictConfig, key: str) -> bool:
+    """Whether the dotted ``key`` is a node of ``cfg`` (a null value counts)."""
+    parent_path, _, leaf = key.rpartition(".")
+    parent = OmegaConf.select(cfg, parent_path) if parent_path else cfg
+    return isinstance(parent, DictConfig) and leaf in parent
+
+
+def _key_in_jobs(key: str, combos: list[tuple[str, DictConfig]]) -> tuple[str | None, str | None]:
+    """(error when no job's config has ``key``, note when only some have it)."""
+    having = [name for name, cfg in combos if has_key(cfg, key)]
+    if not having:  # name the job whose keys hold a close match (a sweep's first may have none)
+        messages = [_unknown_key_message(cfg, key) for _, cfg in combos]
+        return next((m for m in messages if "Did you mean" in m), messages[0]), None
+    if len(having) == len(combos):
+        return None, None
+    lacking = [name for name, cfg in combos if not has_key(cfg, key)]
+    return None, (
+        f"memarena: {key} applies only to the jobs with {' / '.join(having)}; the jobs with "
+        f"{' / '.join(lacking)} do not have the key and run without it."
+    )
+
+
+def _sweep_without_multirun(cfg: DictConfig) -> list[str]:
+    params = OmegaConf.select(cfg, "hydra.sweeper.params")
+    if not params:
+        return []
+    experiment = cfg.hydra.runtime.choices.get("experiment")
+    swept = ", ".join(str(k) for k in params)
+    return [
+        f"memarena: warning: experiment={experiment} is a sweep (hydra.sweeper.params: {swept}) "
+        "but -m was not given, so only one cell runs (the config's defaults). Add -m to run "
+        f"the whole sweep: python run.py -m experiment={experiment} ..."
+    ]
 
 
 def _missing_key(exc: BaseException) -> str | None:
-    """The full key of a "not in struct" error in ``exc``'s chain (OmegaConf names it), else
-    None. Read from the exception, never matched against the message text."""
+    """The full key of an unknown-key error in ``exc``'s chain (OmegaConf's ConfigKeyError /
+    ConfigAttributeError name it in ``full_key``), else None."""
     cause: BaseException | None = exc
     while cause is not None:
         key = getattr(cause, "full_key", None)
-        if key and "not in struct" in str(cause):
+        if key and isinstance(cause, (ConfigKeyError, ConfigAttributeError)):
             return str(key)
         cause = cause.__cause__
     return None
@@ -171,3 +270,20 @@ def _group_only_cfg(conf_dir: Path, overrides: list[str]) -> DictConfig:
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(conf_dir), version_base=None):
         return compose(config_name="config", overrides=keep)
+
+
+def cap_warning(experiment: str | None, caps: tuple[object, object]) -> str:
+    """The warning for a run with task caps: where the caps come from and how to lift them.
+    The demo (the default experiment) is capped on purpose; a paper experiment or ``adhoc`` run
+    is capped by ``protocol.max_*`` set on the command line or in its file."""
+    counts = f"max_train_tasks={caps[0]}, max_eval_tasks={caps[1]}"
+    if experiment == "demo":
+        return (
+            f"experiment=demo caps tasks ({counts}); choose a paper experiment "
+            "(experiment=<file>) or experiment=null for full runs"
+        )
+    experiment = "null" if experiment is None else experiment
+    return (
+        f"experiment={experiment} runs with task caps ({counts}); set "
+        "protocol.max_train_tasks=null protocol.max_eval_tasks=null for its full task sets"
+    )

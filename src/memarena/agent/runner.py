@@ -33,8 +33,6 @@ import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from tqdm.auto import tqdm
-
 from memarena.agent.parse import parse_action
 from memarena.agent.policy import Decision, Policy
 from memarena.agent.prompts import PROMPT_FORMATS, TOOL_CALLS, Conversation, build_messages
@@ -55,6 +53,7 @@ from memarena.core import (
     Trajectory,
 )
 from memarena.core.costs import MemoryCost, add_into, counters, difference, split
+from memarena.core.progress import Progress
 
 log = logging.getLogger(__name__)
 
@@ -191,11 +190,11 @@ class EpisodeRunner:
         queue.reverse()
         live: list[_Live] = []
         results: list[EpisodeResult] = []
-        bar = tqdm(
-            total=len(tasks),
-            desc=f"{self.phase} run {self.run_index}",
+        bar = Progress(
+            len(tasks),
+            f"{self.phase} run {self.run_index}",
+            unit="tasks",
             disable=not self.progress_bar,
-            leave=False,
         )
 
         def finish(result: EpisodeResult) -> None:

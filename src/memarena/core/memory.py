@@ -79,6 +79,7 @@ from pathlib import Path
 from typing import Any
 
 from memarena.core.errors import ConfigError, MemoryFrozenError
+from memarena.core.progress import heartbeat
 from memarena.core.protocols import Backbone, Embedder
 from memarena.core.types import MemoryContext, MemoryQuery, Outcome, Trajectory
 
@@ -270,6 +271,11 @@ class MemoryMethod:
         path = directory / SNAPSHOT_FILE
         if not path.exists():
             raise ConfigError(f"no memory snapshot at {path}; run acquisition first")
+        megabytes = round(path.stat().st_size / 1e6, 1)
+        with heartbeat(f"loading the {self.name} memory snapshot", megabytes, unit="MB"):
+            self._load_blob(path, directory)
+
+    def _load_blob(self, path: Path, directory: Path) -> None:
         try:
             blob = json.loads(path.read_text())
             state = blob["state"]

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from memarena.core import Backbone, ChatRequest, Completion
+from memarena.core.progress import heartbeat
 
 log = logging.getLogger(__name__)
 
@@ -55,10 +56,11 @@ def json_batch(
     """One batched call of JSON-schema requests; each answer parsed with ``json.loads``.
 
     An answer the backbone flagged as a fallback, or that does not parse, is ``None`` and is
-    counted once as fallback ``kind`` (on the backbone and in ``fallbacks``)."""
+    counted once as fallback ``kind`` (on the backbone and in ``fallbacks``). A call that runs
+    longer than 15 s logs a heartbeat with an ETA (:func:`generate_logged`)."""
     if not requests:
         return []
-    completions = llm.generate(list(requests))
+    completions = generate_logged(llm, list(requests), kind)
     add_usage(usage, completions)
     out: list[Any] = []
     for completion in completions:
@@ -67,6 +69,14 @@ def json_batch(
             record_fallback(llm, kind, fallbacks)
         out.append(value)
     return out
+
+
+def generate_logged(llm: Backbone, requests: list[ChatRequest], kind: str) -> list[Completion]:
+    """``llm.generate(requests)`` (one batched engine call, which reports nothing until it
+    ends) under a heartbeat: past 15 s it logs how long the ``kind`` call has run and an ETA
+    from earlier calls of that kind (:func:`memarena.core.progress.heartbeat`)."""
+    with heartbeat(f"memory LLM {kind}", len(requests)):
+        return llm.generate(requests)
 
 
 def _loads(text: str) -> Any:

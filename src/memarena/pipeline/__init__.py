@@ -56,12 +56,9 @@ def run(
     protocol = cfg.protocol
     caps = (protocol.max_train_tasks, protocol.max_eval_tasks)
     if caps[1] is not None or caps[0] not in (None, 0):  # 0 train tasks: an online protocol
-        log.warning(
-            "experiment=%s caps tasks (max_train_tasks=%s, max_eval_tasks=%s); "
-            "choose a paper experiment or experiment=null for full runs",
-            cfg.experiment_name,
-            *caps,
-        )
+        from memarena.config_check import cap_warning
+
+        log.warning(cap_warning((choices or {}).get("experiment", cfg.experiment_name), caps))
     parts = build(cfg, choices, overrides)
     logger = build_part(cfg.logger)
     acting: Policy = parts.policy

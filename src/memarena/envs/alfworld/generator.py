@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memarena.core.progress import Progress
 from memarena.envs.alfworld.scenes import (
     LAMP,
     LAMP_HOLDERS,
@@ -305,6 +306,11 @@ def generate_suite(spec: SuiteSpec, root: Path, workers: int = 1) -> Path:
     n_train_layouts = spec.n_layouts - spec.n_heldout_layouts
     manifest: dict[str, list[str]] = {s: [] for s in SPLITS}
     rejected = {"infeasible": 0, "expert_failed": 0}
+    n_domains = sum(any(t in SCENES[d].task_types for t in spec.task_types) for d in spec.domains)
+    total = n_domains * sum(counts.values())
+    log.info("generating the household suite (%d games, %d worker(s)) into %s", total,
+             max(1, workers), out)  # fmt: skip
+    progress = Progress(total, "household suite", unit="games")
     pool = None
     if workers > 1:
         import multiprocessing
@@ -385,7 +391,9 @@ def generate_suite(spec: SuiteSpec, root: Path, workers: int = 1) -> Path:
                         traj["generator"]["expert_seed"] = job_seed(game_dir, batch)
                         _write(game_dir, game, traj)
                         manifest[split].append(str(game_dir.relative_to(tmp)))
+                        progress.update()
     finally:
+        progress.close()
         if pool is not None:
             pool.close()
             pool.join()

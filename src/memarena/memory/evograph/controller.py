@@ -32,7 +32,7 @@ from typing import Any, NamedTuple
 from memarena.core.llm_types import ChatRequest, Message
 from memarena.core.types import Outcome, Step, Trajectory
 from memarena.memory.evograph.insight_graph import InsightGraph
-from memarena.memory.llm_calls import clip_text, record_fallback
+from memarena.memory.llm_calls import clip_text, generate_logged, record_fallback
 
 log = logging.getLogger(__name__)
 
@@ -218,7 +218,7 @@ class GraphController:
                     max_tokens=self.max_tokens,
                 )
             )
-        completions = self.llm.generate(requests)
+        completions = generate_logged(self.llm, requests, FALLBACK_KIND)
         self.stats["calls"] += 1
         self.stats["requests"] += len(requests)
         for k, completion in zip(todo, completions, strict=True):

@@ -19,7 +19,13 @@ import networkx as nx
 
 from memarena.core import Backbone, ChatRequest, Completion, Trajectory
 from memarena.memory.gmemory import prompts
-from memarena.memory.llm_calls import add_usage, clip_text, json_batch, record_fallback
+from memarena.memory.llm_calls import (
+    add_usage,
+    clip_text,
+    generate_logged,
+    json_batch,
+    record_fallback,
+)
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +144,7 @@ def extract_key_steps(
     if not asked:
         return out
     requests = [key_steps_request(trajectories[i], statuses[i], max_key_steps) for i in asked]
-    completions = llm.generate(requests)
+    completions = generate_logged(llm, requests, FALLBACK_KEY_STEPS)
     add_usage(usage, completions)
     for i, completion in zip(asked, completions, strict=True):
         trajectory = trajectories[i]

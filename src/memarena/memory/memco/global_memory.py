@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from memarena.core.progress import Progress
 from memarena.memory.memco.abstraction import AbstractForm, abstract
 from memarena.memory.memco.base import GlobalRecord, RoleAdapter
 from memarena.memory.memco.checks import informative, structural
@@ -166,9 +167,12 @@ def rebuild(
     snap = GlobalSnapshot(rule=rule, alpha=alpha, threshold=threshold)
     diag = snap.diagnostics
     groups: dict[str, _Aggregate] = {}
+    progress = Progress(sum(len(s) for s in local_stores.values()), "memco global rebuild",
+                        unit="records")  # fmt: skip
     for agent, store in local_stores.items():
         log = getattr(store, "occurrences", None)
         for record in store:
+            progress.update()
             if not record.shareable:
                 continue
             diag["shareable"] += 1
@@ -177,6 +181,7 @@ def rebuild(
                 diag["kept_local"] += 1
             for form, part in parts:
                 groups.setdefault(form.key, _Aggregate(form)).add(str(agent), part, form)
+    progress.close()
     diag["candidates"] = len(groups)
     promoted = []
     for key in sorted(groups):
