@@ -198,3 +198,9 @@ def test_run_py_sweeps_a_method_key_without_plus_plus(tmp_path):
     assert "method.k_local applies only to the jobs with method=memco" in out
     assert "method.k_local=3 does not apply to this job" in out
     assert len(list(tmp_path.rglob("metrics.json"))) == 2
+
+
+def test_run_py_warns_when_a_sweep_experiment_runs_without_m():
+    proc = run_py(["--cfg", "job", "experiment=evograph_table1_pddl"], timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "is a sweep" in proc.stderr and "Add -m" in proc.stderr
