@@ -24,11 +24,14 @@ from memarena.agent import ExpertPolicy, Policy
 from memarena.pipeline.acquire import acquire
 from memarena.pipeline.build import Parts, build, build_part, close_parts, run_dir
 from memarena.pipeline.evaluate import evaluate
+from memarena.pipeline.live import LiveMetrics
 from memarena.pipeline.protocol import ProtocolSettings
 from memarena.pipeline.summarize import acquisition_cost, metrics_of, usage_of
 from memarena.pipeline.tasks import cap_tasks, chunks
 from memarena.results import store as files
+from memarena.results.loggers import run_id_for
 from memarena.results.records import latest
+from memarena.results.run_log import run_log_in
 
 __all__ = [
     "Parts",
@@ -61,9 +64,21 @@ def run(
         log.warning(cap_warning((choices or {}).get("experiment", cfg.experiment_name), caps))
     parts = build(cfg, choices, overrides)
     logger = build_part(cfg.logger)
+    run_log = run_log_in(parts.store.dir)  # <run_dir>/run.log, besides Hydra's outputs/ copy
     acting: Policy = parts.policy
     outcome = "interrupted"
     try:
+        group = "/".join([cfg.experiment_name, cfg.env.name, cfg.method.name, cfg.backbone.name])
+        logger.start(
+            parts.store.dir,
+            name=f"{group}/seed{cfg.seed}",
+            group=group,
+            config=OmegaConf.to_container(cfg, resolve=True),
+            job_type=cfg.method.name,
+            run_id=run_id_for(parts.store.dir),
+        )
+        live = LiveMetrics(logger, parts.store, parts.memory)
+        parts.store.listeners.append(live)
         if parts.memory.acquisition_policy == "expert":
             acting = ExpertPolicy(epsilon=0.0, seed=cfg.seed, name="scripted-expert-eps0")
         acquire(parts, acting)
@@ -72,18 +87,12 @@ def run(
         written = evaluate(parts)
         records = latest(written)
         metrics = metrics_of(parts, cfg, written)
+        usage = usage_of(parts, acting)
         parts.store.write_json(files.METRICS, metrics)
-        parts.store.write_json(files.USAGE, usage_of(parts, acting))
-        group = "/".join([cfg.experiment_name, cfg.env.name, cfg.method.name, cfg.backbone.name])
-        logger.start(
-            parts.store.dir,
-            name=f"{group}/seed{cfg.seed}",
-            group=group,
-            config=OmegaConf.to_container(cfg, resolve=True),
-            job_type=cfg.method.name,
-        )
-        logger.log_metrics(metrics)
-        logger.log_episodes([_summary(r) for r in records])
+        parts.store.write_json(files.USAGE, usage)
+        logger.log_episodes([_row(r) for r in records])
+        logger.log_metrics(metrics, step=live.step + 1)
+        logger.log_summary({"usage": usage})
         log.info("results in %s", parts.store.dir)
         outcome = "finished"
         return metrics
@@ -92,12 +101,25 @@ def run(
         raise
     finally:
         parts.store.end_invocation(time.perf_counter() - t0, outcome)
-        logger.finish()
+        logger.finish(exit_code=0 if outcome == "finished" else 1)
         close_parts(parts, *([acting] if acting is not parts.policy else []))
+        run_log.close()
 
 
-def _summary(record) -> dict[str, Any]:
-    """An episode's record without its trajectory (for the logger's table)."""
+def _row(record) -> dict[str, Any]:
+    """An episode's record for the logger's table, its trajectory as readable text."""
     out = record.to_json()
     out.pop("trajectory", None)
+    out["trajectory"] = trajectory_text(record.trajectory)
     return out
+
+
+def trajectory_text(trajectory: Mapping[str, Any] | None) -> str:
+    """The observation / action lines of a recorded trajectory (``Trajectory.to_dict``)."""
+    if not trajectory:
+        return ""
+    lines = [f"[observation] {trajectory.get('initial_observation', '')}"]
+    for k, step in enumerate(trajectory.get("steps", []), 1):
+        lines.append(f"[{k}] > {step.get('action', '')}")
+        lines.append(f"[{k}] {step.get('observation', '')}")
+    return "\n".join(lines)

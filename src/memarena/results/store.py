@@ -30,7 +30,7 @@ import os
 import shutil
 import socket
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +72,8 @@ class RunStore:
     def __init__(self, run_dir: str | Path) -> None:
         self.dir = Path(run_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
+        # called with (file name, record) after each episode record is written (live metrics)
+        self.listeners: list[Callable[[str, EpisodeRecord], None]] = []
 
     @property
     def memory_dir(self) -> Path:
@@ -182,6 +184,8 @@ class RunStore:
 
     def append_record(self, name: str, record: EpisodeRecord) -> None:
         self.append(name, record.to_json())
+        for listener in self.listeners:
+            listener(name, record)
 
     def read_records(self, name: str) -> list[EpisodeRecord]:
         """The episode records of ``episodes.jsonl``, ``acquisition.jsonl`` or
