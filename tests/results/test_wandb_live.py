@@ -129,3 +129,36 @@ def test_killed_run_keeps_partial_metrics_and_resume_continues_the_same_run(tmp_
     # W&B lists each invocation's file; files of one run id are synced in order into that run
     listed = dry.stdout + dry.stderr
     assert "Would sync 2 run(s)" in listed and all(str(f) in listed for f in run["files"])
+
+
+def test_run_that_raises_mid_evaluation_finishes_its_wandb_run_as_failed(tmp_path):
+    """A crash (an exception, not a kill): the run is closed with exit code 1 and keeps the
+    steps logged before it."""
+    code = textwrap.dedent(
+        f"""
+        import runpy, sys
+        from memarena.results import store
+        seen = {{"n": 0}}
+        original = store.RunStore.append_record
+        def append_record(self, name, record):
+            original(self, name, record)
+            if name == "episodes.jsonl":
+                seen["n"] += 1
+                if seen["n"] == 2:
+                    raise RuntimeError("the env broke")
+        store.RunStore.append_record = append_record
+        sys.argv = ["run.py"] + {ARGS + [f"paths.results_dir={tmp_path}"]!r}
+        runpy.run_path({str(ROOT / "run.py")!r}, run_name="__main__")
+        """
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode != 0 and "the env broke" in proc.stderr
+    (run_dir,) = {p.parent for p in tmp_path.rglob("episodes.jsonl")}
+    run = read_offline_run(run_dir)
+    assert run["state"] == "failed" and run["exit_code"] == 1
+    # both evaluation records were written and logged before the raise; no final metrics
+    evals = [h["eval/episodes"] for h in run["history"] if "eval/episodes" in h]
+    assert evals == [1, 2] and run["history"][-1]["_step"] == TRAIN + 2
+    assert "success_rate" not in run["summary"]
