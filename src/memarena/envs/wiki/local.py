@@ -136,7 +136,15 @@ class _Index:
 
     def save(self, folder: Path) -> None:
         folder.mkdir(parents=True, exist_ok=True)
-        self.retriever.save(str(folder / "bm25"))
+        # An index built from token ids has int vocabulary keys. bm25s writes them with orjson
+        # when it is installed (langmem's dependencies bring it), which refuses int keys; the
+        # standard json module writes them as strings. Save string keys either way.
+        vocab = self.retriever.vocab_dict
+        self.retriever.vocab_dict = {str(k): v for k, v in vocab.items()}
+        try:
+            self.retriever.save(str(folder / "bm25"))
+        finally:
+            self.retriever.vocab_dict = vocab
         self.tokenizer.save_vocab(str(folder / "bm25"))
         np.save(folder / "locations.npy", self.locations)
         (folder / "titles.json").write_text(json.dumps(self.titles), encoding="utf-8")
