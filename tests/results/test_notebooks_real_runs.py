@@ -354,3 +354,35 @@ def test_reme_notebook_table1_fig5_and_cost(tree, tmp_path):
     assert cost.loc["none", "memory_fallbacks"] == 0
     for name in ("fig3_retrieval_keys.png", "fig4_top_k.png", "fig5_failures.png"):
         assert (out / name).read_bytes()[:8] == PNG
+
+
+# --------------------------------------------------------------------------------------------
+# scripts/make_figures.py: every notebook at once (papermill), figures with our points
+
+
+def test_make_figures_runs_every_notebook_and_the_figures_plot_ours(tree, tmp_path):
+    import subprocess
+    import sys
+
+    from memarena.results import memco_report as mr
+
+    out = tmp_path / "figures"
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "make_figures.py"), "--results-dir", str(tree),
+         "--out", str(out)],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    for name in ("00_overview", "memco", "evograph", "reme", "cross_paper"):
+        assert (out / name / f"{name}.ipynb").exists(), name  # the executed copy
+        assert f"{name}: " in proc.stdout
+    assert (out / "memco" / "fig4cd_ablations.png").read_bytes()[:8] == PNG
+    assert (out / "00_overview" / "overview.png").read_bytes()[:8] == PNG
+
+    # Figure 4(c,d) plots our Table 12 run (a stand-in ALFWorld suite) beside the paper's points
+    s12 = mr.summarize(mr.long_metrics(mr.load_runs(tree, "table12")))
+    _, fig = mr.figure_variants(s12, mr.SCOPE_VARIANTS, tmp_path, "f.png")
+    local = metrics(tree, "memco_table12", "alfworld_suite", "memco+local_only")
+    heights = [p.get_height() for p in fig.axes[0].patches]  # accuracy bars, familiar first
+    familiar = 100 * local["per_split"]["valid_seen"]["success_rate"]
+    assert heights[mr.SCOPE_VARIANTS.index("local_only")] == pytest.approx(familiar)

@@ -281,47 +281,65 @@ def plot_summary(
     metrics: Sequence[str] = ("success_rate", "progress_rate"),
     path: str | Path | None = None,
     hue: str = "variant",
+    facet: str = "experiment",
 ):
-    """Bars of each metric's mean per ``hue`` with error bars of the std over seeds.
+    """Horizontal bars of each metric's mean per ``hue`` with error bars of the std over seeds.
 
-    The x axis holds the other group columns that vary (env, experiment, backbone). Saves
-    a PNG to ``path`` when given; returns the matplotlib figure.
+    One row of panels per ``facet`` value (experiment), one column per metric; within a panel
+    the y axis holds the other group columns that vary (env, backbone), ``hue`` within each.
+    The width is fixed and the height grows with the bars, so the figure stays readable however
+    many experiments and methods there are. Saves a PNG to ``path`` when given; returns the
+    matplotlib figure.
     """
     import matplotlib.pyplot as plt
 
-    group_cols = [
-        c
-        for c in summary.columns
-        if not c.endswith(("_mean", "_std")) and c not in ("n_seeds", "backbone_is_llm")
-    ]
     _check_columns(summary, [hue, *(f"{m}_mean" for m in metrics)], "columns")
-    x_cols = [c for c in group_cols if c != hue and summary[c].nunique(dropna=False) > 1]
-    labels = (
-        summary[x_cols].astype(str).agg("\n".join, axis=1)
-        if x_cols
-        else pd.Series("all", index=summary.index)
+    facets = list(dict.fromkeys(summary[facet].astype(str))) if facet in summary else ["all"]
+    hues = list(dict.fromkeys(summary[hue].astype(str)))
+    colors = plt.get_cmap("tab20" if len(hues) > 10 else "tab10")
+    y_cols = [  # the identifying columns that vary (not flags or counts)
+        c
+        for c in DEFAULT_BY
+        if c in summary and c not in (hue, facet) and summary[c].nunique(dropna=False) > 1
+    ]
+    blocks = []
+    for f in facets:
+        part = summary[summary[facet].astype(str) == f] if facet in summary else summary
+        labels = (
+            part[y_cols].astype(str).agg(" | ".join, axis=1)
+            if y_cols
+            else pd.Series("all", index=part.index)
+        )
+        blocks.append((f, part, labels, list(dict.fromkeys(labels))))
+    heights = [max(1.6, 0.22 * len(ys) * len(hues) + 0.9) for _, _, _, ys in blocks]
+    fig, axes = plt.subplots(
+        len(blocks),
+        len(metrics),
+        figsize=(5.5 * len(metrics), sum(heights)),
+        squeeze=False,
+        gridspec_kw={"height_ratios": heights},
     )
-    xs, hues = list(dict.fromkeys(labels)), list(dict.fromkeys(summary[hue].astype(str)))
-    width = 0.8 / len(hues)
-    panel_w = max(4.0, 0.8 * len(xs) * len(hues))
-    fig, axes = plt.subplots(1, len(metrics), figsize=(panel_w * len(metrics), 3.6), squeeze=False)
-    for ax, m in zip(axes[0], metrics, strict=True):
-        for j, h in enumerate(hues):
-            sub = summary[summary[hue].astype(str) == h]
-            offset = (j - (len(hues) - 1) / 2) * width
-            pos = [xs.index(label) + offset for label in labels[sub.index]]
-            ax.bar(
-                pos, sub[f"{m}_mean"], width, yerr=sub[f"{m}_std"].fillna(0.0), capsize=3, label=h
-            )
-        ax.set_xticks(range(len(xs)), xs)
-        ax.set_title(m)
-        if m.endswith(("_rate", "_at_k")):
-            ax.set_ylim(0, 1.05)
-    axes[0][0].legend(fontsize="small")
+    height = 0.8 / len(hues)
+    for row, (f, part, labels, ys) in enumerate(blocks):
+        for ax, m in zip(axes[row], metrics, strict=True):
+            for j, h in enumerate(hues):
+                sub = part[part[hue].astype(str) == h]
+                offset = (j - (len(hues) - 1) / 2) * height
+                pos = [ys.index(label) + offset for label in labels[sub.index]]
+                ax.barh(
+                    pos, sub[f"{m}_mean"], height, xerr=sub[f"{m}_std"].fillna(0.0), capsize=2,
+                    label=h, color=colors(j % colors.N),
+                )  # fmt: skip
+            ax.set_yticks(range(len(ys)), ys, fontsize="small")
+            ax.invert_yaxis()
+            ax.set_title(f"{f}: {m}" if facet in summary else m, fontsize="medium")
+            if m.endswith(("_rate", "_at_k")):
+                ax.set_xlim(0, 1.05)
+        axes[row][-1].legend(fontsize="x-small", loc="center left", bbox_to_anchor=(1.0, 0.5))
     fig.tight_layout()
     if path is not None:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=150)
+        fig.savefig(path, dpi=110)
     return fig
 
 

@@ -42,6 +42,7 @@ from memarena.results.report_common import (  # noqa: F401  (re-exported for the
     backbone_key,
     check_section,
     mean_bars,
+    of_setting,
     over_seeds,
     purpose_tokens,
     run_ids,
@@ -389,7 +390,7 @@ def figure_fig3(summary: pd.DataFrame, out_dir: str | Path, name: str = "fig3_ab
         n = max(1, len(backbones))
         width = 0.8 / n
         for j, backbone in enumerate(backbones):
-            sub = ours[(ours["setting"] == setting) & (ours["backbone"] == backbone)]
+            sub = ours[of_setting(ours["setting"], setting) & (ours["backbone"] == backbone)]
             sub = sub.set_index("variant")
             xs = [i + (j - (n - 1) / 2) * width for i in range(len(variants))]
             mean_bars(ax, xs, sub, variants, width, f"ours {backbone}")

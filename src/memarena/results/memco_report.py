@@ -36,6 +36,7 @@ from memarena.results.report_common import (  # noqa: F401  (re-exported for the
     check_section,
     mean_bars,
     mean_line,
+    of_setting,
     over_seeds,
     run_ids,
     save_figure,
@@ -304,7 +305,10 @@ def figure_threshold(summary: pd.DataFrame, out_dir: str | Path, name="fig4ab_th
     for ax, split in zip(axes, ("familiar", "heldout"), strict=True):
         setting = f"alfworld_{split}"
         if not summary.empty:
-            acc = summary[(summary["setting"] == setting) & (summary["metric"] == "accuracy")]
+            acc = summary[
+                of_setting(summary["setting"], "alfworld", split)
+                & (summary["metric"] == "accuracy")
+            ]
             rec = summary[summary["metric"] == "global_records"].groupby("variant")["mean"].mean()
             for backbone, grp in acc.groupby("backbone"):
                 lam = grp["variant"].map(_lambda_of)
@@ -343,7 +347,10 @@ def figure_variants(
             setting = f"alfworld_{split}"
             xs = [i + (j - 0.5) * width for i in range(len(variants))]
             if not summary.empty:
-                sub = summary[(summary["setting"] == setting) & (summary["metric"] == metric)]
+                sub = summary[
+                    of_setting(summary["setting"], "alfworld", split)
+                    & (summary["metric"] == metric)
+                ]
                 sub = sub.groupby("variant")[["mean", "std"]].mean()
                 mean_bars(ax, xs, sub, variants, width, f"ours {split}")
             p = paper[(paper["setting"] == setting) & (paper["metric"] == metric)]
@@ -398,7 +405,7 @@ def figure_budget(summary: pd.DataFrame, out_dir: str | Path, name: str = "fig3d
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
     for ax, split in zip(axes, ("familiar", "heldout"), strict=True):
         sub = summary[
-            (summary["setting"] == f"alfworld_{split}") & (summary["metric"] == "accuracy")
+            of_setting(summary["setting"], "alfworld", split) & (summary["metric"] == "accuracy")
         ]
         for (variant, backbone), grp in sub.groupby(["variant", "backbone"]):
             grp = grp.sort_values("step_budget")

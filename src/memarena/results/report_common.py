@@ -120,6 +120,20 @@ def number(value: Any) -> float | None:
     return None if math.isnan(out) else out
 
 
+def of_setting(settings: pd.Series, base: str, part: str | None = None) -> pd.Series:
+    """Which of ``settings`` are the benchmark ``base`` (``pddl``) or a stand-in of it
+    (``pddl_generated``), optionally only its ``part`` (``familiar``: ``alfworld_familiar``,
+    ``alfworld_suite_familiar``): the figures plot our runs, stand-ins included, beside the
+    paper's points."""
+    text = settings.astype(str)
+    ok = (text == base) | text.str.startswith(f"{base}_")
+    if part is not None:
+        ok &= text.str.endswith(f"_{part}")
+    else:
+        ok &= ~text.str.endswith(("_familiar", "_heldout"))
+    return ok
+
+
 def over_seeds(long: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
     """Mean / sample std / n_seeds of a long table's ``value`` per ``by`` (the reports'
     summaries over seeds); an empty frame with those columns when ``long`` is empty."""
