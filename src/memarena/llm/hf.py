@@ -218,6 +218,10 @@ def _from_pretrained(source: ModelSource, dtype, trust_remote_code: bool) -> tup
     }
     if source.gguf_file:
         kwargs["gguf_file"] = source.gguf_file
+    from transformers.utils import logging as hf_logging
+
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # "Loading weights" / GGUF conversion bars fill the logs
     try:
         tokenizer = AutoTokenizer.from_pretrained(source.ref, **kwargs)
         model = AutoModelForCausalLM.from_pretrained(source.ref, dtype=dtype, **kwargs)
@@ -229,6 +233,9 @@ def _from_pretrained(source: ModelSource, dtype, trust_remote_code: bool) -> tup
             "config.json and weights, a folder plus backbone.gguf_file, a hub id this machine "
             "can download, or embedded:smollm2-135m."
         ) from err
+    finally:
+        if bars:
+            hf_logging.enable_progress_bar()
     return model, tokenizer
 
 
