@@ -83,3 +83,13 @@ def notebook_text(nb) -> str:
             parts += [out.get("text", ""), str(data.get("text/markdown", "")),
                       str(data.get("text/plain", ""))]
     return "\n".join(parts)
+
+
+@pytest.fixture
+def isolated_wandb(tmp_path, monkeypatch):
+    """No API key, no mode from the environment, and W&B's own caches inside tmp_path."""
+    for var in ("WANDB_API_KEY", "WANDB_MODE", "WANDB_DIR", "WANDB_PROJECT", "WANDB_ENTITY"):
+        monkeypatch.delenv(var, raising=False)
+    for var, sub in (("WANDB_CACHE_DIR", "cache"), ("WANDB_CONFIG_DIR", "config"),
+                     ("WANDB_DATA_DIR", "data")):
+        monkeypatch.setenv(var, str(tmp_path / "wandb-home" / sub))

@@ -15,14 +15,7 @@ from memarena.results.metrics import compute_metrics
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(autouse=True)
-def isolated_wandb(tmp_path, monkeypatch):
-    """No API key, no mode from the environment, and W&B's own caches inside tmp_path."""
-    for var in ("WANDB_API_KEY", "WANDB_MODE", "WANDB_DIR", "WANDB_PROJECT", "WANDB_ENTITY"):
-        monkeypatch.delenv(var, raising=False)
-    for var, sub in (("WANDB_CACHE_DIR", "cache"), ("WANDB_CONFIG_DIR", "config"),
-                     ("WANDB_DATA_DIR", "data")):
-        monkeypatch.setenv(var, str(tmp_path / "wandb-home" / sub))
+pytestmark = pytest.mark.usefixtures("isolated_wandb")
 
 
 def episodes():

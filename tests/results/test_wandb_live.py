@@ -30,20 +30,12 @@ ARGS = [
 ]
 
 
-@pytest.fixture(autouse=True)
-def isolated_wandb(tmp_path, monkeypatch):
-    """No API key, no mode from the environment, and W&B's own caches inside tmp_path."""
-    for var in ("WANDB_API_KEY", "WANDB_MODE", "WANDB_DIR", "WANDB_PROJECT", "WANDB_ENTITY"):
-        monkeypatch.delenv(var, raising=False)
-    for var, sub in (("WANDB_CACHE_DIR", "cache"), ("WANDB_CONFIG_DIR", "config"),
-                     ("WANDB_DATA_DIR", "data")):
-        monkeypatch.setenv(var, str(tmp_path / "wandb-home" / sub))
+pytestmark = pytest.mark.usefixtures("isolated_wandb")
 
 
-def _run_killed(results: Path, after: int) -> subprocess.CompletedProcess:
-    """The real entry point, SIGKILLed right after the `after`-th evaluation record was written
-    and handed to its listeners (the live metrics), and W&B had time to flush its log (a run
-    killed after a while: what was logged up to W&B's last flush is on disk)."""
+def _run_until(results: Path, after: int, action: str) -> subprocess.CompletedProcess:
+    """The real entry point, running ``action`` (Python source) right after the ``after``-th
+    evaluation record was written and handed to its listeners (the live metrics)."""
     code = textwrap.dedent(
         f"""
         import os, runpy, signal, sys, time
@@ -55,8 +47,7 @@ def _run_killed(results: Path, after: int) -> subprocess.CompletedProcess:
             if name == "episodes.jsonl":
                 seen["n"] += 1
                 if seen["n"] == {after}:
-                    time.sleep(2.0)
-                    os.kill(os.getpid(), signal.SIGKILL)
+                    {action}
         store.RunStore.append_record = append_record
         sys.argv = ["run.py"] + {ARGS + [f"paths.results_dir={results}"]!r}
         runpy.run_path({str(ROOT / "run.py")!r}, run_name="__main__")
@@ -65,6 +56,12 @@ def _run_killed(results: Path, after: int) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300
     )
+
+
+def _run_killed(results: Path, after: int) -> subprocess.CompletedProcess:
+    """SIGKILLed after the ``after``-th evaluation record, once W&B had time to flush its log (a
+    run killed after a while: what was logged up to W&B's last flush is on disk)."""
+    return _run_until(results, after, "time.sleep(2.0); os.kill(os.getpid(), signal.SIGKILL)")
 
 
 def test_killed_run_keeps_partial_metrics_and_resume_continues_the_same_run(tmp_path):
@@ -134,26 +131,7 @@ def test_killed_run_keeps_partial_metrics_and_resume_continues_the_same_run(tmp_
 def test_run_that_raises_mid_evaluation_finishes_its_wandb_run_as_failed(tmp_path):
     """A crash (an exception, not a kill): the run is closed with exit code 1 and keeps the
     steps logged before it."""
-    code = textwrap.dedent(
-        f"""
-        import runpy, sys
-        from memarena.results import store
-        seen = {{"n": 0}}
-        original = store.RunStore.append_record
-        def append_record(self, name, record):
-            original(self, name, record)
-            if name == "episodes.jsonl":
-                seen["n"] += 1
-                if seen["n"] == 2:
-                    raise RuntimeError("the env broke")
-        store.RunStore.append_record = append_record
-        sys.argv = ["run.py"] + {ARGS + [f"paths.results_dir={tmp_path}"]!r}
-        runpy.run_path({str(ROOT / "run.py")!r}, run_name="__main__")
-        """
-    )
-    proc = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300
-    )
+    proc = _run_until(tmp_path, 2, 'raise RuntimeError("the env broke")')
     assert proc.returncode != 0 and "the env broke" in proc.stderr
     (run_dir,) = {p.parent for p in tmp_path.rglob("episodes.jsonl")}
     run = read_offline_run(run_dir)
