@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -87,8 +88,10 @@ def notebook_text(nb) -> str:
 
 @pytest.fixture
 def isolated_wandb(tmp_path, monkeypatch):
-    """No API key, no mode from the environment, and W&B's own caches inside tmp_path."""
-    for var in ("WANDB_API_KEY", "WANDB_MODE", "WANDB_DIR", "WANDB_PROJECT", "WANDB_ENTITY"):
+    """No W&B settings from the environment (API key, mode, and WANDB_SERVICE, which an earlier
+    in-process wandb.init leaves set: a subprocess would join that service, where a killed run's
+    id stays "in use"), and W&B's own caches inside tmp_path."""
+    for var in [v for v in os.environ if v.startswith("WANDB_")]:
         monkeypatch.delenv(var, raising=False)
     for var, sub in (("WANDB_CACHE_DIR", "cache"), ("WANDB_CONFIG_DIR", "config"),
                      ("WANDB_DATA_DIR", "data")):
