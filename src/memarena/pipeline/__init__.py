@@ -109,7 +109,6 @@ def run(
 def _row(record) -> dict[str, Any]:
     """An episode's record for the logger's table, its trajectory as readable text."""
     out = record.to_json()
-    out.pop("trajectory", None)
     out["trajectory"] = trajectory_text(record.trajectory)
     return out
 

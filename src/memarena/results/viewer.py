@@ -48,7 +48,7 @@ from memarena.results.records import EpisodeRecord, latest
 # writes its own literal header, see memarena.memory.memco.compose.concat_context)
 MEMORY_HEADERS: tuple[str, ...] = (
     memco_compose.HEADER,
-    "### MemCo Memory (fixed concatenation)",
+    memco_compose.CONCAT_HEADER,
     gmemory_prompts.PAST_SUCCESSES_HEADER,
     gmemory_prompts.INSIGHTS_HEADER,
     reme_prompts.HEADER,

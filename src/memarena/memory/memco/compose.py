@@ -45,6 +45,7 @@ from memarena.memory.memco.retrieval import (
 ROLES = ("ground", "workflow", "reflection")
 SLOT = "planner_notes"
 HEADER = "### MemCo Memory Decision Summary"
+CONCAT_HEADER = "### MemCo Memory (fixed concatenation)"  # the L5+G5 ablation's block
 LABELS = (
     "Current phase",
     "Current state",
@@ -254,7 +255,7 @@ def concat_context(local: list[Entry], global_: list[Entry]) -> Composed:
     """
     if not local and not global_:
         return Composed()
-    parts = ["### MemCo Memory (fixed concatenation)"]
+    parts = [CONCAT_HEADER]
     if local:
         parts += ["Local memory:", *(stored_line(e) for e in local)]
     if global_:
