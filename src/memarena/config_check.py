@@ -154,7 +154,8 @@ def plan_overrides(overrides: list[str], conf_dir: Path = CONF_DIR, multirun: bo
     plan = Precheck()
     GlobalHydra.instance().clear()
     try:
-        combos = _group_combinations(conf_dir, group_values)
+        # one group-only config per combination of swept choices, only when keys need them
+        combos = _group_combinations(conf_dir, group_values) if key_overrides else []
         partial: set[str] = set()
         for ov, first in key_overrides:
             error, note = _key_in_jobs(ov.key_or_group, combos)
