@@ -44,6 +44,7 @@ from memarena.results.report_common import (
     report_missing as _report_missing,
 )
 from memarena.results.stats import appendix_h
+from memarena.results.store import RUN_INFO
 
 PAPER = "cross_paper"
 SECTION = "main"
@@ -75,7 +76,7 @@ COST = ("tokens_per_task", "memory_tokens", "wall_s")
 
 
 def _wall_s(run_dir: str) -> float:
-    path = Path(run_dir) / "run_info.json"
+    path = Path(run_dir) / RUN_INFO
     try:
         value = json.loads(path.read_text(encoding="utf-8")).get("wall_s")
     except (OSError, ValueError):
