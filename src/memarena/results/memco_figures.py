@@ -1,0 +1,531 @@
+"""MemCo figures of notebooks/memco.ipynb that read more than metrics.json: Figure 1(b,c)
+(ALFWorld accuracy per backbone and method on familiar / held-out layouts), the Figure 6 case
+study (per-step trajectories with the memory shown at each step, from ``episodes.jsonl``) and
+Appendix J (the PDDL local graphs and promoted global records of a saved MemCo snapshot,
+``<run>/memory/memory.json``).
+
+Every function reads only the results layout (the runs :func:`memco_report.load_runs` finds and
+the files in their run folders) and returns ``None`` / an empty frame when its inputs are
+missing; the notebook prints :data:`MISSING` then.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from memarena.results.memco_report import METHOD_ORDER
+from memarena.results.records import EpisodeRecord, latest
+from memarena.results.report_common import of_setting, ordered, save_figure
+from memarena.results.viewer import memory_spans
+
+SPLITS = (("familiar", "valid_seen"), ("heldout", "valid_unseen"))
+SNAPSHOT = Path("memory") / "memory.json"  # a run's saved memory (memarena.core.memory)
+MISSING = {
+    "fig1bc": "no ALFWorld runs of MemCo Table 1 under RESULTS_DIR; run "
+    "experiment=memco_table1_alfworld",
+    "fig6": "no ALFWorld MemCo and G-Memory runs of Table 1 with a common familiar task under "
+    "RESULTS_DIR; run experiment=memco_table1_alfworld method=gmemory,memco "
+    "protocol.record_prompts=true",
+    "appJ": "no saved MemCo PDDL memory snapshot under RESULTS_DIR; run "
+    "experiment=memco_table1_pddl method=memco",
+}
+NO_PROMPTS = "(prompt not recorded: protocol.record_prompts=true)"
+
+
+# --------------------------------------------------------------------------------------------
+# Figure 1(b,c)
+
+
+def layouts_table(summary: pd.DataFrame) -> pd.DataFrame:
+    """Fig. 1(b,c)'s numbers: one row per backbone x method x split (``familiar`` /
+    ``heldout``) of the ALFWorld accuracy (%) summary of Table 1 (:func:`memco_report.
+    summarize`): mean, sample std and n_seeds over seeds."""
+    cols = ["backbone", "method", "split", "mean", "std", "n_seeds"]
+    parts = []
+    for split, _ in SPLITS:
+        if summary.empty:
+            break
+        sub = summary[
+            of_setting(summary["setting"], "alfworld", split) & (summary["metric"] == "accuracy")
+        ]
+        parts.append(sub.assign(split=split).rename(columns={"variant": "method"}))
+    if not parts or all(p.empty for p in parts):
+        return pd.DataFrame(columns=cols)
+    out = pd.concat(parts)[cols]
+    order = {m: i for i, m in enumerate(ordered(list(out["method"].unique()), METHOD_ORDER))}
+    out = out.assign(_o=out["method"].map(order)).sort_values(["backbone", "_o", "split"])
+    return out.drop(columns="_o").reset_index(drop=True)
+
+
+def figure_layouts(table: pd.DataFrame, out_dir: str | Path, name="fig1bc_alfworld_layouts.png"):
+    """Fig. 1(b,c): ALFWorld accuracy on (b) familiar and (c) held-out layouts, one marker per
+    backbone x method at its mean with the std over seeds as error bar (none for one seed)."""
+    import matplotlib.pyplot as plt
+
+    methods = ordered(list(table["method"].unique()), METHOD_ORDER)
+    backbones = sorted(table["backbone"].unique())
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
+    width = 0.8 / max(len(backbones), 1)
+    for ax, (split, _), letter in zip(axes, SPLITS, "bc", strict=True):
+        sub = table[table["split"] == split].set_index(["backbone", "method"])
+        for j, backbone in enumerate(backbones):
+            xs, ys, es = [], [], []
+            for i, method in enumerate(methods):
+                if (backbone, method) in sub.index:
+                    row = sub.loc[(backbone, method)]
+                    xs.append(i + (j - (len(backbones) - 1) / 2) * width)
+                    ys.append(row["mean"])
+                    es.append(0.0 if pd.isna(row["std"]) else row["std"])
+            ax.errorbar(xs, ys, yerr=es, fmt="o", capsize=3, label=backbone)
+        ax.set_xticks(range(len(methods)), methods, rotation=30, ha="right")
+        ax.set_title(f"({letter}) ALFWorld {'familiar' if split == 'familiar' else 'held-out'}")
+        ax.set_xlim(-0.6, len(methods) - 0.4)
+        ax.set_ylim(0, 102)
+        ax.set_ylabel("accuracy (%)")
+        ax.grid(axis="y", alpha=0.3)
+        ax.legend(fontsize="x-small")
+    return save_figure(fig, out_dir, name), fig
+
+
+# --------------------------------------------------------------------------------------------
+# Figure 6: case study
+
+
+def read_episodes(run_dir: str | Path) -> list[EpisodeRecord]:
+    """The evaluated episodes of a run (``episodes.jsonl``), the latest copy of each."""
+    path = Path(run_dir) / "episodes.jsonl"
+    if not path.exists():
+        return []
+    with path.open() as f:
+        return latest(EpisodeRecord.from_json(json.loads(line)) for line in f if line.strip())
+
+
+def step_memory(step: dict[str, Any]) -> str:
+    """The memory in view when the model chose ``step``'s action: the memory sections
+    (:func:`memarena.results.viewer.memory_spans`) of the last prompt message that holds one
+    (a per-step memory sits in the newest user message, a per-task one in the first), joined by
+    a blank line; "" when the prompt shows none; :data:`NO_PROMPTS` when it was not recorded."""
+    prompt = step.get("prompt")
+    if not prompt:
+        return NO_PROMPTS
+    for message in reversed(prompt):
+        content = message.get("content")
+        if not isinstance(content, str):
+            continue
+        spans = memory_spans(content)
+        if spans:
+            return "\n\n".join(content[a:b].strip() for a, b in spans)
+    return ""
+
+
+def _alfworld_runs(runs: pd.DataFrame, method: str) -> pd.DataFrame:
+    if runs.empty:
+        return runs
+    keep = of_setting(runs["env"], "alfworld") & (runs["variant_key"] == method)
+    return runs[keep].sort_values(["backbone", "seed"])
+
+
+def _own_view(records: list[EpisodeRecord]) -> list[EpisodeRecord]:
+    """One record per task of the first evaluation run: MemCo evaluates every task under each
+    agent's view; the task's own domain agent's view is kept (else the first agent's)."""
+    out: dict[str, EpisodeRecord] = {}
+    first = min((r.run for r in records), default=0)
+    for r in sorted(records, key=lambda r: (r.agent != r.domain, str(r.agent))):
+        if r.run == first and r.trajectory and r.task_id not in out:
+            out[r.task_id] = r
+    return [out[t] for t in sorted(out)]
+
+
+def choose_case(runs: pd.DataFrame) -> dict[str, tuple[pd.Series, EpisodeRecord]] | None:
+    """The three episodes of Fig. 6, ``{"a": (run, record), "b": ..., "c": ...}``, or None
+    without an ALFWorld G-Memory and MemCo run sharing a familiar task.
+
+    The runs: the first (backbone, seed) in sorted order where both an ALFWorld ``gmemory`` and
+    ``memco`` run (no ablation) of ``runs`` exist. Per run one record per task: the first
+    evaluation run, and for MemCo (which evaluates every task under each agent's view) the
+    task's own domain agent's view. (a) G-Memory and (b) MemCo on one familiar
+    (``valid_seen``) task both ran: the first task id, in sorted order, where MemCo succeeded
+    and G-Memory did not, else the first where MemCo succeeded, else the first. (c) MemCo on a
+    held-out (``valid_unseen``) task: the first successful one in sorted order, else the
+    first; panel (c) is left out when MemCo has no held-out task.
+    """
+    gmem, memco = _alfworld_runs(runs, "gmemory"), _alfworld_runs(runs, "memco")
+    if gmem.empty or memco.empty:
+        return None
+    for _, m_run in memco.iterrows():
+        same = gmem[(gmem["backbone"] == m_run["backbone"]) & (gmem["seed"] == m_run["seed"])]
+        if same.empty:
+            continue
+        g_run = same.iloc[0]
+        g_recs = {r.task_id: r for r in _own_view(read_episodes(g_run["run_dir"]))}
+        m_all = _own_view(read_episodes(m_run["run_dir"]))
+        familiar = [r for r in m_all if r.split == "valid_seen" and r.task_id in g_recs]
+        if not familiar:
+            continue
+        ranked = sorted(
+            familiar,
+            key=lambda r: (not (r.success and not g_recs[r.task_id].success), not r.success),
+        )
+        case = {"a": (g_run, g_recs[ranked[0].task_id]), "b": (m_run, ranked[0])}
+        heldout = sorted(
+            (r for r in m_all if r.split == "valid_unseen"), key=lambda r: not r.success
+        )
+        if heldout:
+            case["c"] = (m_run, heldout[0])
+        return case
+    return None
+
+
+PANELS = {
+    "a": "(a) G-Memory, familiar layout",
+    "b": "(b) MemCo, familiar layout",
+    "c": "(c) MemCo, held-out layout",
+}
+
+
+def _feedback(step: dict[str, Any]) -> str:
+    fb = step.get("feedback") or {}
+    parts = ["valid" if fb.get("valid_action") else "invalid"]
+    if fb.get("failure_label"):
+        parts.append(str(fb["failure_label"]))
+    if fb.get("state_changed"):
+        parts.append("state changed")
+    return "; ".join(parts)
+
+
+def case_table(case: dict[str, tuple[pd.Series, EpisodeRecord]] | None) -> pd.DataFrame:
+    """Fig. 6's rows: per panel and step the action, the observation it got, the normalized
+    feedback, the memory ids and the memory text shown at that step (:func:`step_memory`)."""
+    cols = [
+        "panel",
+        "method",
+        "backbone",
+        "seed",
+        "task_id",
+        "split",
+        "domain",
+        "success",
+        "step",
+        "action",
+        "observation",
+        "feedback",
+        "memory_ids",
+        "memory",
+    ]
+    rows = []
+    for panel, (run, rec) in (case or {}).items():
+        for k, step in enumerate((rec.trajectory or {}).get("steps") or []):
+            rows.append(
+                {
+                    "panel": panel,
+                    "method": run["method"],
+                    "backbone": run["backbone"],
+                    "seed": run["seed"],
+                    "task_id": rec.task_id,
+                    "split": rec.split,
+                    "domain": rec.domain,
+                    "success": rec.success,
+                    "step": k,
+                    "action": step.get("action", ""),
+                    "observation": step.get("observation", ""),
+                    "feedback": _feedback(step),
+                    "memory_ids": " ".join(map(str, step.get("memory_ids") or [])),
+                    "memory": step_memory(step),
+                }
+            )
+    return pd.DataFrame(rows, columns=cols)
+
+
+def _clip(text: str, chars: int) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= chars else text[: chars - 1] + "…"
+
+
+def _panel_lines(sub: pd.DataFrame, max_steps: int, memory_chars: int) -> list[str]:
+    """The text of one case-study panel: per step the action, the feedback with the start of
+    the observation, and the memory (markdown heading lines left out, truncated; "(as before)"
+    when equal to the previous step's)."""
+    lines, previous = [], None
+    for _, row in sub.head(max_steps).iterrows():
+        memory = row["memory"] if isinstance(row["memory"], str) else ""
+        body = " ".join(x for x in memory.splitlines() if not x.lstrip().startswith("#"))
+        shown = "(as before)" if memory == previous else _clip(body or "-", memory_chars)
+        previous = memory
+        lines.append(f"{row['step']}. > {_clip(row['action'], 70)}")
+        lines.append(f"   [{row['feedback']}] {_clip(row['observation'], 60)}")
+        lines += textwrap.wrap(
+            f"memory: {shown}", 78, initial_indent="   ", subsequent_indent="   "
+        )
+    if len(sub) > max_steps:
+        lines.append(f"... {len(sub) - max_steps} more steps")
+    return lines
+
+
+def figure_case(
+    table: pd.DataFrame,
+    out_dir: str | Path,
+    name: str = "fig6_case_study.png",
+    max_steps: int = 12,
+    memory_chars: int = 200,
+):
+    """Fig. 6: the case-study trajectories side by side, one column per panel; each step shows
+    its action, its feedback and the memory shown at that step, truncated to ``memory_chars``
+    characters; at most ``max_steps`` steps per panel."""
+    import matplotlib.pyplot as plt
+
+    panels = list(dict.fromkeys(table["panel"]))
+    texts = {p: _panel_lines(table[table["panel"] == p], max_steps, memory_chars) for p in panels}
+    height = 0.11 * max(len(t) for t in texts.values()) + 1.0
+    fig, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), height), squeeze=False)
+    for ax, panel in zip(axes[0], panels, strict=True):
+        head = table[table["panel"] == panel].iloc[0]
+        status = "success" if bool(head["success"]) else "failure"
+        ax.axis("off")
+        task = f"{_clip(head['task_id'], 50)} ({head['domain']}): {status}"
+        ax.set_title(
+            f"{PANELS.get(panel, panel)}\n{task}",
+            fontsize=9,
+            loc="left",
+        )
+        ax.text(
+            0,
+            1,
+            "\n".join(texts[panel]),
+            va="top",
+            ha="left",
+            family="monospace",
+            fontsize=6.5,
+            transform=ax.transAxes,
+        )
+    return save_figure(fig, out_dir, name), fig
+
+
+# --------------------------------------------------------------------------------------------
+# Appendix J: PDDL memory structures
+
+
+def pddl_snapshot(runs: pd.DataFrame) -> tuple[pd.Series, dict[str, Any]] | None:
+    """(run, saved MemCo state) of the first PDDL MemCo run of ``runs`` (no ablation; sorted by
+    backbone and seed) with a snapshot ``memory/memory.json``; None without one."""
+    if runs.empty:
+        return None
+    keep = of_setting(runs["env"], "pddl") & (runs["variant_key"] == "memco")
+    for _, run in runs[keep].sort_values(["backbone", "seed"]).iterrows():
+        path = Path(run["run_dir"]) / SNAPSHOT
+        if path.is_file():
+            blob = json.loads(path.read_text())
+            if blob.get("method") == "memco":
+                return run, blob["state"]
+    return None
+
+
+def global_records(state: dict[str, Any] | None) -> pd.DataFrame:
+    """The promoted global records of a saved MemCo state as saved (its promotion rule and
+    threshold): key, type, sources (``;``-joined agents), wilson_score (the promotion score,
+    the Wilson lower bound under rule ``wilson``), rho+, evidence counts, text; best first."""
+    cols = [
+        "key",
+        "type",
+        "sources",
+        "wilson_score",
+        "rho",
+        "n_pos",
+        "n_neg",
+        "n_stall",
+        "rule",
+        "threshold",
+        "text",
+    ]
+    glob = (state or {}).get("global") or {}
+    rows = [
+        {
+            "key": r["key"],
+            "type": r["type"],
+            "sources": ";".join(r.get("sources") or []),
+            "wilson_score": r["score"],
+            "rho": r.get("rho", math.nan),
+            "n_pos": r.get("n_pos"),
+            "n_neg": r.get("n_neg"),
+            "n_stall": r.get("n_stall"),
+            "rule": glob.get("rule"),
+            "threshold": glob.get("threshold"),
+            "text": r.get("text") or " -> ".join(r.get("actions") or []),
+        }
+        for r in glob.get("records") or []
+    ]
+    df = pd.DataFrame(rows, columns=cols)
+    return df.sort_values(["wilson_score", "key"], ascending=[False, True]).reset_index(drop=True)
+
+
+def _edge_color(edge: dict[str, Any]) -> str:
+    """Outcome colour of a merged edge: green reached success, blue progressed, red carries a
+    failure label, grey stalled, black otherwise."""
+    if edge.get("success"):
+        return "green"
+    if edge.get("progressed"):
+        return "tab:blue"
+    if edge.get("labels"):
+        return "red"
+    if edge.get("stalled"):
+        return "grey"
+    return "black"
+
+
+def local_graph(graph: dict[str, Any], max_nodes: int = 30):
+    """The saved local graph ``G_i^l`` as a networkx DiGraph of its ``max_nodes`` most visited
+    nodes (ties by id) with their ``act`` / ``result`` edges (the ``delta`` edges repeat the
+    same transitions), parallel edges summed."""
+    import networkx as nx
+
+    nodes = sorted(graph.get("nodes") or [], key=lambda n: (-n.get("visits", 0), n["id"]))
+    kept = {n["id"]: n for n in nodes[:max_nodes]}
+    g = nx.DiGraph()
+    for nid, n in kept.items():
+        g.add_node(nid, type=n.get("type"), content=n.get("content", ""), visits=n.get("visits"))
+    for e in graph.get("edges") or []:
+        if (
+            e["source"] not in kept
+            or e["target"] not in kept
+            or e.get("relation")
+            not in (
+                "act",
+                "result",
+            )
+        ):
+            continue
+        if g.has_edge(e["source"], e["target"]):
+            d = g.edges[e["source"], e["target"]]
+            for k in ("count", "progressed", "stalled", "success"):
+                d[k] += e.get(k, 0)
+            d["labels"] = {**d["labels"], **(e.get("labels") or {})}
+        else:
+            g.add_edge(
+                e["source"],
+                e["target"],
+                count=e.get("count", 0),
+                progressed=e.get("progressed", 0),
+                stalled=e.get("stalled", 0),
+                success=e.get("success", 0),
+                labels=dict(e.get("labels") or {}),
+            )
+    return g
+
+
+def figure_local(
+    state: dict[str, Any],
+    out_dir: str | Path,
+    name="appJ_local_memory.png",
+    max_nodes: int = 30,
+    title: str = "",
+):
+    """Appendix J.2: one panel per agent (PDDL domain) of its local graph (:func:`local_graph`):
+    state nodes blue, action nodes orange, edges coloured by outcome (:func:`_edge_color`)."""
+    import matplotlib.pyplot as plt
+    import networkx as nx
+
+    agents = sorted((state.get("agents") or {}).items())
+    n = max(len(agents), 1)
+    cols = min(n, 2)
+    rows = math.ceil(n / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(8 * cols, 6.5 * rows), squeeze=False)
+    for ax in axes.flat:
+        ax.axis("off")
+    for ax, (agent, local) in zip(axes.flat, agents, strict=False):
+        saved = local.get("graph") or {}
+        g = local_graph(saved, max_nodes)
+        pos = nx.spring_layout(g, seed=0, k=1.2 / math.sqrt(max(g.number_of_nodes(), 1)))
+        colors = ["tab:orange" if g.nodes[v]["type"] == "action" else "lightblue" for v in g]
+        nx.draw_networkx_nodes(g, pos, ax=ax, node_color=colors, node_size=220)
+        nx.draw_networkx_edges(
+            g,
+            pos,
+            ax=ax,
+            edge_color=[_edge_color(d) for *_, d in g.edges(data=True)],
+            arrows=True,
+            arrowsize=8,
+            width=0.9,
+        )
+        labels = {v: _clip(g.nodes[v]["content"], 28) for v in g}
+        nx.draw_networkx_labels(g, pos, labels, ax=ax, font_size=5.5)
+        total = len(saved.get("nodes") or [])
+        records = len(local.get("records") or [])
+        ax.set_title(
+            f"{agent}: {g.number_of_nodes()} of {total} nodes shown, {records} records", fontsize=9
+        )
+    if not agents:
+        axes.flat[0].set_title("the snapshot holds no local memory")
+    fig.suptitle(
+        title
+        or "MemCo local memory graphs (edges: green success, blue progress, "
+        "red failure label, grey stalled)",
+        fontsize=10,
+    )
+    return save_figure(fig, out_dir, name), fig
+
+
+def figure_global(
+    records: pd.DataFrame,
+    out_dir: str | Path,
+    name="appJ_global_memory.png",
+    max_records: int = 40,
+    title: str = "",
+):
+    """Appendix J.1: the promoted global records grouped by source domain, drawn as a
+    bipartite graph (source agents left, records right, labelled type, W and text); at most
+    ``max_records`` records, best first. Without records the title says none was promoted."""
+    import matplotlib.pyplot as plt
+    import networkx as nx
+
+    shown = records.head(max_records)
+    sources = sorted({s for text in shown["sources"] for s in str(text).split(";") if s})
+    fig, ax = plt.subplots(figsize=(11, max(3.0, 0.32 * max(len(shown), len(sources)) + 1.5)))
+    ax.axis("off")
+    if shown.empty:
+        ax.set_title(title + "no global records promoted in this snapshot", fontsize=10)
+        return save_figure(fig, out_dir, name), fig
+    g = nx.DiGraph()
+    pos = {}
+    for i, s in enumerate(sources):
+        g.add_node(f"src:{s}")
+        pos[f"src:{s}"] = (0.0, -i * len(shown) / max(len(sources), 1))
+    # records ordered by first source, then score: each domain's records sit together
+    shown = shown.assign(_first=shown["sources"].str.split(";").str[0])
+    shown = shown.sort_values(["_first", "wilson_score"], ascending=[True, False])
+    labels = {f"src:{s}": s for s in sources}
+    for i, (_, r) in enumerate(shown.iterrows()):
+        node = f"rec:{r['key']}"
+        g.add_node(node)
+        pos[node] = (1.0, -i)
+        labels[node] = f"[{r['type']}] W={r['wilson_score']:.2f} {_clip(r['text'], 60)}"
+        for s in str(r["sources"]).split(";"):
+            if s:
+                g.add_edge(f"src:{s}", node)
+    nx.draw_networkx_edges(g, pos, ax=ax, edge_color="grey", arrows=False, width=0.6)
+    nx.draw_networkx_nodes(
+        g, pos, nodelist=[f"src:{s}" for s in sources], ax=ax, node_color="tab:green", node_size=300
+    )
+    nx.draw_networkx_nodes(
+        g,
+        pos,
+        nodelist=[n for n in g if n.startswith("rec:")],
+        ax=ax,
+        node_color="tab:purple",
+        node_size=60,
+    )
+    for node, text in labels.items():
+        x, y = pos[node]
+        ha = "right" if node.startswith("src:") else "left"
+        ax.text(x + (-0.03 if ha == "right" else 0.03), y, text, ha=ha, va="center", fontsize=7)
+    ax.set_xlim(-0.6, 3.2)
+    more = f" (best {max_records} of {len(records)})" if len(records) > max_records else ""
+    ax.set_title(
+        f"{title}MemCo global memory: {len(records)} promoted records by source domain{more}",
+        fontsize=10,
+    )
+    return save_figure(fig, out_dir, name), fig
