@@ -10,8 +10,15 @@ import pandas as pd
 import pytest
 
 from conftest import ROOT, notebook_text, run_notebook
+from memarena.core.types import Feedback, Outcome, Step, Task, Trajectory
+from memarena.memory.gmemory.prompts import PAST_SUCCESSES_HEADER
+from memarena.memory.memco.base import GlobalRecord
+from memarena.memory.memco.compose import HEADER as MEMCO_HEADER
+from memarena.memory.memco.wilson import promotion_score
+from memarena.results import memco_figures as mf
 from memarena.results import memco_report as mr
 from memarena.results.paper import paper_numbers
+from memarena.results.records import EpisodeRecord
 from memarena.results.report_common import declaring_configs, experiment_configs
 
 MEMCO_NB = ROOT / "notebooks" / "memco.ipynb"
@@ -156,6 +163,10 @@ def test_notebook_on_empty_results(tmp_path):
         assert (out / name).read_bytes()[:8] == PNG
     assert (out / "table11.csv").exists() and (out / "appH_paper.csv").exists()
     assert not (out / "fig3d_budget.png").exists()
+    for key in ("fig1bc", "fig6", "appJ"):  # Figures 1(b,c), 6 and Appendix J say what to run
+        assert mf.MISSING[key] in text
+    for name in ("fig1bc_alfworld_layouts", "fig6_case_study", "appJ_global_memory"):
+        assert not (out / f"{name}.png").exists() and not (out / f"{name}.csv").exists()
 
 
 def test_notebook_on_fake_results(tmp_path):
@@ -264,3 +275,251 @@ def test_paper_numbers_csv():
     assert not df.duplicated(["table", "setting", "backbone", "variant", "metric"]).any()
     with pytest.raises(FileNotFoundError):
         paper_numbers("nope")
+
+
+# --------------------------------------------------------------------------------------------
+# Figure 1(b,c), Figure 6 (case study) and Appendix J (PDDL memory structures)
+
+BB = "qwen3-32b"
+FAMILIAR, HELDOUT = "alfworld/kitchen/valid_seen/", "alfworld/kitchen/valid_unseen/"
+
+
+def episode(task_id: str, success: bool, steps: list[tuple[str, str]], agent=None, run=0):
+    """An episode record as the pipeline writes it with ``protocol.record_prompts=true``:
+    ``steps`` are (action, memory text in the step's single user message)."""
+    split = "valid_seen" if "valid_seen" in task_id else "valid_unseen"
+    task = Task(
+        task_id, "alfworld", split, task_id.split("/")[1], "put a clean cloth in countertop"
+    )
+    traj = Trajectory(task, "You are in the middle of a room.")
+    for k, (action, memory) in enumerate(steps):
+        prompt = [
+            {"role": "system", "content": "Interact with a household."},
+            {"role": "user", "content": f"{memory}\n\nYour task: {task.goal}\n\n> step {k}"},
+        ]
+        fb = Feedback(
+            valid_action=k != 1,
+            state_changed=k != 1,
+            failure_label="invalid_action" if k == 1 else None,
+        )
+        traj.steps.append(
+            Step(action, f"obs {k} of {action}", 0.0, 0.0, fb, prompt=prompt, memory_ids=[f"id{k}"])
+        )
+    outcome = Outcome(
+        success, 1.0 if success else 0.5, len(steps), "success" if success else "budget"
+    )
+    return EpisodeRecord.of(traj, outcome, run=run, agent=agent).to_json()
+
+
+def write_episodes(run_dir: Path, records: list[dict]) -> None:
+    (run_dir / "episodes.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+
+
+def memco_memory(agent: str, k: int) -> str:
+    return f"{MEMCO_HEADER}\nCurrent state: {agent} step {k}\nLocal memory: clean before store"
+
+
+GMEM_MEMORY = f"{PAST_SUCCESSES_HEADER}\nTask: put a cloth in countertop (Resolved)"
+
+
+def saved_state() -> dict:
+    """A MemCo PDDL snapshot's state as MemCo.state_dict writes it: two agents' local graphs
+    (LocalGraph.to_dict: state / action nodes, act / result / delta edges) and two promoted
+    global records (GlobalRecord.to_dict)."""
+
+    def graph(name: str) -> dict:
+        x0, a0, x1 = "state:start", f"action:pick {name}", f"state:holding {name}"
+        edge = {
+            "count": 2,
+            "progressed": 1,
+            "stalled": 0,
+            "success": 1,
+            "labels": {},
+            "payload": {"t": 0, "action": f"pick {name}"},
+        }
+        return {
+            "similarity_threshold": 0.5,
+            "episodes": ["e0", "e1"],
+            "nodes": [
+                {"id": x0, "type": "state", "content": "start", "visits": 2},
+                {"id": a0, "type": "action", "content": f"pick {name}", "visits": 2},
+                {"id": x1, "type": "state", "content": f"holding {name}", "visits": 1},
+            ],
+            "edges": [
+                {"source": x0, "target": a0, "key": "act", "relation": "act", **edge},
+                {"source": a0, "target": x1, "key": "result", "relation": "result", **edge},
+                {
+                    "source": x0,
+                    "target": x1,
+                    "key": f"delta:pick {name}",
+                    "relation": f"delta:pick {name}",
+                    **edge,
+                },
+            ],
+        }
+
+    records = [
+        GlobalRecord(
+            "g:workflow:1",
+            "workflow",
+            "holding X",
+            ("pick X", "drop X"),
+            "progress",
+            n_pos=9,
+            n_neg=1,
+            n_stall=0,
+            score=promotion_score(9, 1),
+            rho=0.9,
+            sources=["blocksworld", "gripper"],
+            text="pick then drop",
+        ),
+        GlobalRecord(
+            "g:precondition:2",
+            "precondition",
+            "hand empty",
+            ("pick X",),
+            "progress",
+            n_pos=6,
+            n_neg=0,
+            n_stall=1,
+            score=promotion_score(6, 0),
+            rho=1.0,
+            sources=["gripper"],
+            text="pick needs an empty hand",
+        ),
+    ]
+    return {
+        "env": "pddl",
+        "agents": {
+            a: {"graph": graph(a), "records": [], "occurrences": {}}
+            for a in ("blocksworld", "gripper")
+        },
+        "global": {
+            "rule": "wilson",
+            "alpha": 0.05,
+            "threshold": 0.35,
+            "diagnostics": {},
+            "records": [r.to_dict() for r in records],
+        },
+    }
+
+
+def build_figure_tree(root: Path, state: dict | None = None) -> Path:
+    """The fake tree plus the Table 1 ALFWorld runs' episodes (G-Memory fails the second
+    familiar task, MemCo solves both; MemCo's episodes under two agent views) and a Table 1
+    PDDL MemCo run with a saved snapshot."""
+    build_fake_tree(root)
+    alf = root / "memco_table1" / "alfworld"
+    for seed in (0, 1):
+        write_episodes(
+            alf / "gmemory" / BB / f"seed{seed}",
+            [
+                episode(FAMILIAR + "0000", True, [("look", GMEM_MEMORY)]),
+                episode(
+                    FAMILIAR + "0001",
+                    False,
+                    [("go to shelf 1", GMEM_MEMORY), ("move cloth 1 to countertop 1", GMEM_MEMORY)],
+                ),
+            ],
+        )
+        memco = []
+        for agent in ("bathroom", "kitchen"):
+            for task in (FAMILIAR + "0000", FAMILIAR + "0001", HELDOUT + "0000"):
+                steps = [(f"act{k}", memco_memory(agent, k)) for k in range(3)]
+                memco.append(episode(task, True, steps, agent=agent))
+        write_episodes(alf / "memco" / BB / f"seed{seed}", memco)
+    pddl = write_run(
+        root,
+        "memco_table1_pddl",
+        "pddl",
+        "memco",
+        None,
+        BB,
+        0,
+        {"success_rate": 0.5, "avg_steps": 9.0},
+    )
+    (pddl / "memory").mkdir()
+    blob = {"method": "memco", "schema_version": 2, "state": state or saved_state()}
+    (pddl / "memory" / "memory.json").write_text(json.dumps(blob))
+    return root
+
+
+def test_notebook_figures_1bc_6_and_appendix_j(tmp_path):
+    results, out = build_figure_tree(tmp_path / "results"), tmp_path / "out"
+    run_notebook(MEMCO_NB, params(results, out))
+    for name in (
+        "fig1bc_alfworld_layouts",
+        "fig6_case_study",
+        "appJ_local_memory",
+        "appJ_global_memory",
+    ):
+        assert (out / f"{name}.png").read_bytes()[:8] == PNG, name
+
+    # Figure 1(b,c): familiar = acc + 0.01 * seed, held-out = acc - 0.05 (build_fake_tree)
+    fig1 = pd.read_csv(out / "fig1bc_alfworld_layouts.csv")
+    assert list(fig1.columns) == ["backbone", "method", "split", "mean", "std", "n_seeds"]
+    assert len(fig1) == 3 * 2 and set(fig1["backbone"]) == {BB}
+    assert list(fig1["method"].unique()) == ["icl", "gmemory", "memco"]  # the tables' order
+    rows = fig1.set_index(["method", "split"])
+    for method, acc in (("icl", 0.6), ("gmemory", 0.7), ("memco", 0.9)):
+        familiar = [100 * acc, 100 * (acc + 0.01)]
+        assert rows.loc[(method, "familiar"), "mean"] == pytest.approx(sum(familiar) / 2)
+        # sample std of two values a, b: |a - b| / sqrt(2) = 1 / sqrt(2)
+        assert rows.loc[(method, "familiar"), "std"] == pytest.approx(1 / 2**0.5)
+        assert rows.loc[(method, "heldout"), "mean"] == pytest.approx(100 * (acc - 0.05))
+        assert rows.loc[(method, "heldout"), "std"] == pytest.approx(0.0, abs=1e-9)
+        assert (rows.loc[method, "n_seeds"] == 2).all()
+
+    # Figure 6: the familiar task MemCo solved and G-Memory failed (0001, not the first, 0000),
+    # seed 0; MemCo in the task's own domain agent's view (kitchen); held-out task in (c)
+    case = pd.read_csv(out / "fig6_case_study.csv").fillna("")
+    assert list(case["panel"]) == ["a"] * 2 + ["b"] * 3 + ["c"] * 3
+    assert list(case["method"]) == ["gmemory"] * 2 + ["memco"] * 6
+    assert set(case["seed"]) == {0} and set(case["backbone"]) == {BB}
+    assert list(case["task_id"]) == [FAMILIAR + "0001"] * 5 + [HELDOUT + "0000"] * 3
+    assert list(case["step"]) == [0, 1, 0, 1, 2, 0, 1, 2]
+    assert list(case["action"]) == ["go to shelf 1", "move cloth 1 to countertop 1"] + [
+        f"act{k}" for k in (0, 1, 2, 0, 1, 2)
+    ]
+    assert case["feedback"].tolist()[:2] == ["valid; state changed", "invalid; invalid_action"]
+    assert case["observation"].iloc[0] == "obs 0 of go to shelf 1"
+    assert case["memory"].tolist() == [GMEM_MEMORY] * 2 + [
+        memco_memory("kitchen", k) for k in (0, 1, 2, 0, 1, 2)
+    ]
+    assert case["memory_ids"].tolist() == ["id0", "id1", "id0", "id1", "id2", "id0", "id1", "id2"]
+
+    # Appendix J: the saved global records, best Wilson score first (W(6, 0) = 0.689 >
+    # W(9, 1) = 0.652: fewer observations, but no negative one)
+    glob = pd.read_csv(out / "appJ_global_memory.csv")
+    assert list(glob["key"]) == ["g:precondition:2", "g:workflow:1"]
+    assert list(glob["sources"]) == ["gripper", "blocksworld;gripper"]
+    assert list(glob["type"]) == ["precondition", "workflow"]
+    assert glob["wilson_score"].tolist() == pytest.approx([0.6892160, 0.6522813], abs=1e-6)
+    assert glob["wilson_score"].tolist() == pytest.approx(
+        [promotion_score(6, 0), promotion_score(9, 1)]
+    )
+
+
+def test_appendix_j_without_promoted_records(tmp_path):
+    state = saved_state()
+    state["global"]["records"] = []
+    results, out = build_figure_tree(tmp_path / "results", state), tmp_path / "out"
+    records = mf.global_records(state)
+    assert records.empty and list(records.columns)[:4] == ["key", "type", "sources", "wilson_score"]
+    path, fig = mf.figure_global(records, out)
+    assert "no global records promoted" in fig.axes[0].get_title()
+    assert path.read_bytes()[:8] == PNG
+    g = mf.local_graph(state["agents"]["gripper"]["graph"])
+    assert sorted(g.edges) == [
+        ("action:pick gripper", "state:holding gripper"),
+        ("state:start", "action:pick gripper"),
+    ]
+    assert mf._edge_color(g.edges["state:start", "action:pick gripper"]) == "green"
+    assert mf.pddl_snapshot(mr.load_runs(results, "table1"))[1] == state
+
+
+def test_step_memory_reads_the_prompt():
+    step = {"prompt": [{"role": "user", "content": f"few-shot\n\n{GMEM_MEMORY}\n\nYour task: x"}]}
+    assert mf.step_memory(step) == GMEM_MEMORY
+    assert mf.step_memory({"prompt": [{"role": "user", "content": "no memory"}]}) == ""
+    assert mf.step_memory({"action": "look"}) == mf.NO_PROMPTS
