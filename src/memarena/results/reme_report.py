@@ -668,6 +668,136 @@ def figure5(
     return save_figure(fig, out_dir, name), fig
 
 
+FIG5B_COLUMNS = [
+    "env",
+    "backbone",
+    "seed",
+    "repetition",
+    "method",
+    "category",
+    "count",
+    "checker_categories",
+    "labeller",
+    "prompt_version",
+]
+
+
+def unlabelled_runs(runs: pd.DataFrame, variants: Sequence[str]) -> list[str]:
+    """Run dirs among ``variants`` without ``failure_labels.jsonl`` (see
+    :mod:`memarena.results.failure_labels`)."""
+    from memarena.results import failure_labels as fl
+
+    if runs.empty:
+        return []
+    mine = runs[runs["variant_key"].isin(list(variants))]
+    return [str(d) for d in mine["run_dir"] if fl.read_labels(d) is None]
+
+
+def label_command(results_dir: str | Path) -> str:
+    """The command that writes the Figure 5(b) labels into ``results_dir``."""
+    from memarena.results import failure_labels as fl
+
+    return fl.COMMAND.format(results=results_dir)
+
+
+def failure_categories_llm(
+    runs: pd.DataFrame, variant: str = "dynamic", base: str = "none", repetition: int = 0
+) -> pd.DataFrame:
+    """Figure 5(b) in the paper's categories, labelled by the memory LLM
+    (:mod:`memarena.results.failure_labels`, ``failure_labels.jsonl`` of each run): the failed
+    tasks (as in :func:`failure_overlap`) of ``base`` and ``variant`` per category; a task's
+    category is the most frequent label over its failed runs (ties: the earliest run's), and
+    ``checker_categories`` counts the BFCL checker's readable categories of the same tasks
+    (kept beside ours). Runs without labels are left out (:func:`unlabelled_runs`)."""
+    from memarena.results import failure_labels as fl
+
+    rows = []
+    for env, backbone, seed, base_dir, var_dir, ka, kb in _pairs(runs, base, variant):
+        for name, run_dir, k in ((base, base_dir, ka), (variant, var_dir, kb)):
+            labels = fl.read_labels(run_dir)
+            if labels is None:
+                continue
+            by_key = {(str(r["task_id"]), int(r.get("run") or 0)): r for r in labels}
+            outcomes = task_outcomes(run_dir, repetition, k)
+            tasks: dict[str, list[str]] = {}
+            checker: dict[str, Counter] = {}
+            for task in sorted(failed_tasks(outcomes)):
+                eps = sorted(outcomes[task], key=lambda e: int(e.run or 0))
+                got = [by_key.get((task, int(e.run or 0))) for e in eps]
+                cats = [g["category"] if g else fl.UNLABELLED for g in got]
+                category = Counter(cats).most_common(1)[0][0]
+                tasks.setdefault(category, []).append(task)
+                checker.setdefault(category, Counter())[
+                    Counter(failure_category(e) for e in eps).most_common(1)[0][0]
+                ] += 1
+            who = fl.labelled_with(labels)
+            for category in [*fl.CATEGORIES, fl.UNLABELLED]:
+                if category not in tasks and category == fl.UNLABELLED:
+                    continue
+                beside = checker.get(category, Counter())
+                rows.append(
+                    {
+                        "env": env,
+                        "backbone": backbone,
+                        "seed": seed,
+                        "repetition": repetition,
+                        "method": name,
+                        "category": category,
+                        "count": len(tasks.get(category, [])),
+                        "checker_categories": "; ".join(
+                            f"{c}: {n}" for c, n in sorted(beside.items())
+                        ),
+                        "labeller": ", ".join(sorted(w[0] for w in who)),
+                        "prompt_version": ", ".join(sorted({w[1] for w in who})),
+                    }
+                )
+    return pd.DataFrame(rows, columns=FIG5B_COLUMNS)
+
+
+def figure5b(
+    categories: pd.DataFrame,
+    out_dir: str | Path,
+    name: str = "fig5b_failure_categories.png",
+    missing: str = "",
+):
+    """Figure 5(b): failed tasks per LLM-labelled category (:func:`failure_categories_llm`),
+    No Memory beside ReMe, ours for the first env / backbone / seed; the paper's one stated
+    pair (Reasoning Error 22 -> 14, Qwen3-8B) in the title."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 3.8))
+    paper = "paper Qwen3-8B: Reasoning Error 22 -> 14"
+    if categories.empty:
+        ax.text(0.5, 0.5, f"no failure labels yet{': ' + missing if missing else ''}\n({paper})",
+                ha="center", va="center", wrap=True, fontsize=8)  # fmt: skip
+        ax.axis("off")
+        return save_figure(fig, out_dir, name), fig
+    first = categories.iloc[0]
+    sub = categories[
+        (categories["env"] == first["env"])
+        & (categories["backbone"] == first["backbone"])
+        & (categories["seed"] == first["seed"])
+    ]
+    methods = list(dict.fromkeys(sub["method"]))
+    cats = list(dict.fromkeys(sub["category"]))
+    width = 0.8 / max(1, len(methods))
+    for j, method in enumerate(methods):
+        counts = sub[sub["method"] == method].set_index("category")["count"]
+        ys = [y + (j - (len(methods) - 1) / 2) * width for y in range(len(cats))]
+        ax.barh(ys, [counts.get(c, 0) for c in cats], width,
+                label=LABELS.get(method, method))  # fmt: skip
+    ax.set_yticks(range(len(cats)), cats, fontsize="small")
+    ax.invert_yaxis()
+    ax.set_xlabel("failed tasks")
+    ax.set_title(
+        f"failure categories (LLM-labelled by {first['labeller']}, {first['prompt_version']}), "
+        f"ours {first['backbone']} seed{first['seed']}\n{paper}",
+        fontsize=8,
+    )
+    ax.legend(fontsize="x-small")
+    return save_figure(fig, out_dir, name), fig
+
+
 # --------------------------------------------------------------------------------------------
 # cost and the cross-paper runs
 
