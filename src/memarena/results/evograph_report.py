@@ -440,6 +440,20 @@ def find_snapshots(results_dir: str | Path) -> list[Path]:
     )
 
 
+def case_snapshot(results_dir: str | Path) -> tuple[Path | None, dict | None, list[dict]]:
+    """The snapshot of the case study: among :func:`find_snapshots`, the one whose longest
+    insight version chain is longest (ties: the first found, i.e. online runs' final memory
+    first, newest first); returns (its folder, its state, that chain), or (None, None, [])
+    when no EvoGraph-Mem snapshot exists."""
+    best: tuple[Path | None, dict | None, list[dict]] = (None, None, [])
+    for folder in find_snapshots(results_dir):
+        state = load_snapshot(folder)
+        chain = version_chain(state) if state else []
+        if best[0] is None or len(chain) > len(best[2]):
+            best = (folder, state, chain)
+    return best
+
+
 def load_snapshot(run_dir: str | Path) -> dict | None:
     """The ``state`` of ``<run_dir>/memory/memory.json`` (or of ``run_dir`` when it is the
     memory folder or the file itself); None when absent or not an EvoGraph-Mem snapshot."""
