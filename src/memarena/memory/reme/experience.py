@@ -10,6 +10,9 @@ in step with additions and deletions:
 - ``keywords``: the experience's keywords kappa, joined.
 
 ``content`` (scenario + experience text) is the matrix used for similarity deduplication.
+
+The matrices built so far are saved with the pool (base64 float32 with the embedder's name and
+dimension) and used as they are on load: a 10k-experience index is not embedded again.
 """
 
 from __future__ import annotations
@@ -19,6 +22,16 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
+
+from memarena.memory.vectors import (
+    RowMatrix,
+    embedder_identity,
+    pack,
+    stored_matches,
+    top_k,
+    unit_rows,
+    unpack,
+)
 
 RETRIEVAL_KEYS = ("usage_scenario", "task_query", "generalized_query", "keywords")
 
@@ -63,12 +76,26 @@ class Experience:
 
 
 class ExperiencePool:
-    """Experiences with lazily built, incrementally maintained embedding matrices."""
+    """Experiences with lazily built, incrementally maintained embedding matrices.
 
-    def __init__(self, encode: Callable[[list[str]], np.ndarray]) -> None:
+    Each matrix is a :class:`~memarena.memory.vectors.RowMatrix` (unit float32 rows, grown in
+    chunks). :meth:`to_dict` stores the matrices built so far with the embedder's name and
+    dimension; :meth:`load_dict` keeps them and uses them as they are, unless the embedder in
+    use differs (then the texts are embedded again, with a warning) or the snapshot has none
+    (older snapshots: embedded on first use, as before).
+    """
+
+    def __init__(
+        self,
+        encode: Callable[[list[str]], np.ndarray],
+        embedder: Callable[[], Any] | None = None,
+    ) -> None:
         self._encode = encode
+        self._embedder = embedder  # -> the embedder object (its name and dim are recorded)
         self.items: dict[str, Experience] = {}
-        self._vectors: dict[str, np.ndarray] = {}  # key -> (len(items), dim), unit rows
+        self._vectors: dict[str, RowMatrix] = {}  # key -> (len(items), dim), unit rows
+        self._stored: dict[str, np.ndarray] = {}  # key -> loaded rows not yet checked
+        self._stored_identity: dict[str, Any] = {}
         self.next_id = 1
 
     def __len__(self) -> int:
@@ -83,47 +110,73 @@ class ExperiencePool:
         return exp_id
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        vectors = np.asarray(self._encode(texts), dtype=np.float32)
-        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-        return vectors / np.maximum(norms, 1e-12)
+        return unit_rows(self._encode(texts))
+
+    def _use_stored(self) -> None:
+        """Adopt the loaded matrices once (checked against the embedder in use)."""
+        if not self._stored:
+            return
+        stored, self._stored = self._stored, {}
+        embedder = self._embedder() if self._embedder is not None else None
+        if embedder is not None and not stored_matches(
+            self._stored_identity, embedder, "ReMe experience pool"
+        ):
+            return
+        for key, rows in stored.items():
+            if key not in self._vectors and len(rows) == len(self.items):
+                self._vectors[key] = RowMatrix(rows)
 
     def matrix(self, key: str) -> np.ndarray:
         """Unit embedding rows of every experience's ``key`` text, in pool order."""
+        self._use_stored()
         if key not in self._vectors:
             texts = [e.key_text(key) for e in self.items.values()]
-            self._vectors[key] = self.embed(texts) if texts else np.zeros((0, 0), np.float32)
-        return self._vectors[key]
+            self._vectors[key] = RowMatrix(self.embed(texts) if texts else None)
+        return self._vectors[key].array
 
     def add(self, experience: Experience, content_vector: np.ndarray | None = None) -> None:
+        self._use_stored()
         self.items[experience.id] = experience
-        for key in list(self._vectors):
+        for key, rows in self._vectors.items():
             if key == "content" and content_vector is not None:
-                row = content_vector[None, :]
+                row = np.asarray(content_vector, dtype=np.float32)[None, :]
             else:
                 row = self.embed([experience.key_text(key)])
-            old = self._vectors[key]
-            self._vectors[key] = row if old.size == 0 else np.vstack([old, row])
+            rows.append(row)
 
     def remove(self, ids: Iterable[str]) -> None:
         drop = set(ids) & set(self.items)
         if not drop:
             return
         keep = [i for i, exp_id in enumerate(self.items) if exp_id not in drop]
-        for key, matrix in self._vectors.items():
-            self._vectors[key] = matrix[keep]
+        for rows in self._vectors.values():
+            rows.keep(keep)
+        self._stored = {key: rows[keep] for key, rows in self._stored.items()}
         for exp_id in drop:
             del self.items[exp_id]
 
     def search(self, query: np.ndarray, key: str, k: int) -> list[tuple[Experience, float]]:
-        """Top-``k`` experiences by cosine between ``query`` (a unit vector) and ``key``."""
+        """Top-``k`` experiences by cosine between ``query`` (a unit vector) and ``key``,
+        best first, ties by pool order."""
         if k <= 0 or not self.items:
             return []
-        scores = self.matrix(key) @ query
-        k = min(k, len(scores))
-        top = np.argpartition(-scores, k - 1)[:k]
-        top = top[np.argsort(-scores[top], kind="stable")]
+        scores = self.matrix(key) @ np.asarray(query, dtype=np.float32)
+        top = top_k(scores, k)
         experiences = list(self.items.values())
         return [(experiences[i], float(scores[i])) for i in top]
+
+    def search_many(
+        self, queries: np.ndarray, key: str, k: int
+    ) -> list[list[tuple[Experience, float]]]:
+        """:meth:`search` for each row of ``queries`` (one matrix product for all)."""
+        queries = np.asarray(queries, dtype=np.float32)
+        if k <= 0 or not self.items or not len(queries):
+            return [[] for _ in range(len(queries))]
+        scores = queries @ self.matrix(key).T  # (queries, experiences)
+        experiences = list(self.items.values())
+        return [
+            [(experiences[i], float(row[i])) for i in top_k(row, k)] for row in scores
+        ]
 
     def max_similarity(self, vector: np.ndarray) -> float:
         """Highest cosine between ``vector`` and any experience's content (-1 when empty)."""
@@ -132,9 +185,30 @@ class ExperiencePool:
         return float(np.max(self.matrix("content") @ vector))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"items": [e.to_dict() for e in self.items.values()], "next_id": self.next_id}
+        """Items, and each embedding matrix built so far (base64 float32, with the
+        embedder's name and dim: see :func:`~memarena.memory.vectors.pack`)."""
+        self._use_stored()
+        identity = None
+        if self._embedder is not None and self._vectors:
+            identity = embedder_identity(self._embedder())
+        return {
+            "items": [e.to_dict() for e in self.items.values()],
+            "next_id": self.next_id,
+            "vectors": {
+                key: pack(rows.array, identity)
+                for key, rows in self._vectors.items()
+                if len(rows) == len(self.items) and len(rows)
+            },
+        }
 
     def load_dict(self, d: dict[str, Any]) -> None:
         self.items = {x["id"]: Experience.from_dict(x) for x in d.get("items", [])}
         self.next_id = int(d.get("next_id", len(self.items) + 1))
         self._vectors = {}
+        self._stored = {}
+        self._stored_identity = {}
+        for key, blob in (d.get("vectors") or {}).items():
+            rows = unpack(blob)
+            if len(rows) == len(self.items):
+                self._stored[key] = rows
+                self._stored_identity = dict(blob.get("embedder") or {})

@@ -39,12 +39,14 @@ from memarena.core import (
     MemoryMethod,
     MemoryQuery,
     Outcome,
+    Task,
     Trajectory,
 )
 from memarena.memory.llm_calls import json_batch
 from memarena.memory.reme import prompts
 from memarena.memory.reme import summarizer as summ
 from memarena.memory.reme.experience import RETRIEVAL_KEYS, Experience, ExperiencePool
+from memarena.memory.vectors import QueryEncoder
 
 log = logging.getLogger(__name__)
 
@@ -130,7 +132,11 @@ class ReMe(MemoryMethod):
         self.trajectory_chars = int(trajectory_chars)
         self.observation_chars = int(observation_chars)
         self.env_name = env_name
-        self.pool = ExperiencePool(lambda texts: self.services.embedder.encode(texts))
+        self.pool = ExperiencePool(
+            lambda texts: self.services.embedder.encode(texts), lambda: self.services.embedder
+        )
+        # task queries: one encode call per wave of episodes, repeated goals from an LRU
+        self.query_encoder = QueryEncoder(lambda texts: self.services.embedder.encode(texts))
         self.token_usage: dict[str, dict[str, int]] = {p: _zero() for p in PURPOSES}
         self.fallbacks: dict[str, int] = {}
         self.counts = {
@@ -310,15 +316,26 @@ class ReMe(MemoryMethod):
 
     # -- reuse ---------------------------------------------------------------------------------
     def retrieve(self, query: MemoryQuery) -> MemoryContext:
-        task = query.task
+        return self.retrieve_batch([query])[0]
+
+    def retrieve_batch(self, queries: list[MemoryQuery]) -> list[MemoryContext]:
+        """The contexts of a wave of episodes: their task queries embedded in one call, the
+        cosine scores of all of them against the pool in one matrix product."""
         if self.phase == "acquire" and not self.retrieves_during_acquisition:
-            return MemoryContext.empty()
-        if self.top_k == 0 or not len(self.pool):
-            self.shown[task.id] = MemoryContext.empty()
-            return MemoryContext.empty()
-        vector = self.pool.embed([task.goal])[0]
+            return [MemoryContext.empty() for _ in queries]
+        if self.top_k == 0 or not len(self.pool) or not queries:
+            for query in queries:
+                self.shown[query.task.id] = MemoryContext.empty()
+            return [MemoryContext.empty() for _ in queries]
+        vectors = self.query_encoder([q.task.goal for q in queries])
         pool_k = self.rerank_pool if self.rerank else self.top_k
-        found = [e for e, _ in self.pool.search(vector, self.retrieval_key, pool_k)]
+        hits = self.pool.search_many(vectors, self.retrieval_key, pool_k)
+        return [
+            self._context(query.task, [e for e, _ in found])
+            for query, found in zip(queries, hits, strict=True)
+        ]
+
+    def _context(self, task: Task, found: list[Experience]) -> MemoryContext:
         if self.rerank and len(found) > 1:
             found = self._rerank(task.goal, found)
         chosen = found[: self.top_k]
@@ -452,6 +469,10 @@ class ReMe(MemoryMethod):
         self.fallbacks[kind] = self.fallbacks.get(kind, 0) + 1
 
     def state_dict(self) -> dict[str, Any]:
+        """JSON values; the pool's retrieval-key and content embeddings are stored with it
+        (base64 float32), so a load does not embed the experiences again."""
+        if len(self.pool) and self.top_k > 0:
+            self.pool.matrix(self.retrieval_key)  # built here once rather than on every load
         return {
             "pool": self.pool.to_dict(),
             "token_usage": {p: dict(u) for p, u in self.token_usage.items()},
