@@ -3,18 +3,30 @@
     python benchmarks/reme_retrieval.py --sizes 10000
 
 Fills a pool with N synthetic experiences (usage scenarios and contents combined from BFCL-like
-API vocabularies), builds the usage-scenario index, then times ``ReMe.retrieve`` (embed the task
-query + cosine over the pool + top-K=5) over random task queries, and the dedup check of a
-candidate against the pool's contents. One process; the embedder uses the CPU threads torch
-picks.
+API vocabularies), builds the usage-scenario index, then times, over the same random task
+queries:
+
+- before: ``ReMe.retrieve`` one query at a time (embed the task query + cosine over the pool +
+  top-K=5), the reference path;
+- after: ``ReMe.retrieve_batch`` over waves of ``--wave`` queries (one encode call and one matrix
+  product per wave), reported per query with the wave's time shared out;
+- the dedup check of a candidate against the pool's contents and the cosine top-5 alone;
+- snapshot load (JSON on disk -> first answer): an old snapshot without stored embeddings
+  (re-embeds the 10k usage scenarios) against one with them.
+
+``same_selections`` says the batched and reloaded paths chose the same experiences as the
+reference path. One process; the embedder uses the CPU threads torch picks.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import statistics
+import tempfile
 import time
+from pathlib import Path
 
 from memarena.core import MemoryQuery, MemoryServices, Observation, Task
 from memarena.embed import SentenceEmbedder
@@ -42,7 +54,38 @@ def _text(rng: random.Random) -> tuple[str, str, str]:
     return when, what, query
 
 
-def run(n: int, probes: int, seed: int, embedder: SentenceEmbedder) -> str:
+def _pct(xs: list[float], q: float) -> float:
+    return sorted(xs)[int(q * (len(xs) - 1))] * 1e3
+
+
+def _queries(rng: random.Random, n: int) -> list[MemoryQuery]:
+    out = []
+    for i in range(n):
+        query = _text(rng)[2]
+        out.append(MemoryQuery(Task(f"q{i}", "bench", "test", "d", query), Observation("", query)))
+    return out
+
+
+def _reload(memory: ReMe, embedder: SentenceEmbedder, old: bool) -> tuple[ReMe, float]:
+    """A fresh ReMe loaded from ``memory``'s snapshot (JSON on disk), and the seconds until it
+    answered its first query. ``old``: the snapshot without stored embeddings (the layout
+    before issue 23), so the index is embedded again as every load used to do."""
+    with tempfile.TemporaryDirectory() as tmp:
+        memory.save(Path(tmp))
+        if old:
+            path = Path(tmp) / "memory.json"
+            blob = json.loads(path.read_text())
+            blob["state"]["pool"].pop("vectors", None)
+            path.write_text(json.dumps(blob))
+        fresh = ReMe(services=MemoryServices(embedder_factory=lambda: embedder))
+        t0 = time.perf_counter()
+        fresh.load(Path(tmp))
+        fresh.begin_phase("eval")
+        fresh.retrieve_batch(_queries(random.Random(1), 1))
+        return fresh, time.perf_counter() - t0
+
+
+def run(n: int, probes: int, wave: int, seed: int, embedder: SentenceEmbedder) -> str:
     rng = random.Random(seed)
     memory = ReMe(services=MemoryServices(embedder_factory=lambda: embedder))
     for _ in range(n):
@@ -57,44 +100,62 @@ def run(n: int, probes: int, seed: int, embedder: SentenceEmbedder) -> str:
     t0 = time.perf_counter()
     memory.pool.matrix("content")
     content_s = time.perf_counter() - t0
-    retrieve, dedup, search = [], [], []
-    for i in range(probes):
-        _, what, query = _text(rng)
-        q = MemoryQuery(Task(f"q{i}", "bench", "test", "d", query), Observation("", query))
+    queries = _queries(rng, probes)
+    # before: one retrieval (one encode call) per query, the LRU off
+    memory.query_encoder.size = 0
+    single, same = [], True
+    for q in queries:
         t0 = time.perf_counter()
         ctx = memory.retrieve(q)
-        retrieve.append(time.perf_counter() - t0)
+        single.append(time.perf_counter() - t0)
         assert len(ctx.memory_ids) == 5
-        vector = memory.pool.embed([what])[0]
+    reference = [memory.shown[q.task.id].memory_ids for q in queries]
+    # after: waves of `wave` queries, one encode call and one matrix product per wave
+    batched = []
+    for start in range(0, probes, wave):
+        chunk = queries[start : start + wave]
+        t0 = time.perf_counter()
+        contexts = memory.retrieve_batch(chunk)
+        per_query = (time.perf_counter() - t0) / len(chunk)
+        batched.extend([per_query] * len(chunk))
+        same &= [c.memory_ids for c in contexts] == reference[start : start + wave]
+    dedup, search = [], []
+    for q in queries[:50]:
+        vector = memory.pool.embed([q.task.goal])[0]
         t0 = time.perf_counter()
         memory.pool.max_similarity(vector)
         dedup.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
         memory.pool.search(vector, "usage_scenario", 5)
         search.append(time.perf_counter() - t0)
-
-    def pct(xs: list[float], q: float) -> float:
-        return sorted(xs)[int(q * (len(xs) - 1))] * 1e3
-
+    _, load_old_s = _reload(memory, embedder, old=True)
+    loaded, load_new_s = _reload(memory, embedder, old=False)
+    loaded.query_encoder.size = 0
+    same &= [c.memory_ids for c in loaded.retrieve_batch(queries)] == reference
     return (
         f"reme_retrieval experiences={n} index_build_s={index_s:.1f} "
         f"content_index_s={content_s:.1f} "
-        f"retrieve_p50_ms={statistics.median(retrieve) * 1e3:.2f} "
-        f"retrieve_p95_ms={pct(retrieve, 0.95):.2f} "
+        f"before_retrieve_p50_ms={statistics.median(single) * 1e3:.2f} "
+        f"before_retrieve_p95_ms={_pct(single, 0.95):.2f} "
+        f"after_wave{wave}_p50_ms={statistics.median(batched) * 1e3:.2f} "
+        f"after_wave{wave}_p95_ms={_pct(batched, 0.95):.2f} "
         f"search_only_p50_ms={statistics.median(search) * 1e3:.3f} "
-        f"dedup_check_p50_ms={statistics.median(dedup) * 1e3:.3f} probes={probes}"
+        f"dedup_check_p50_ms={statistics.median(dedup) * 1e3:.3f} "
+        f"before_load_s={load_old_s:.2f} after_load_s={load_new_s:.2f} "
+        f"same_selections={same} probes={probes}"
     )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000])
-    parser.add_argument("--probes", type=int, default=200)
+    parser.add_argument("--probes", type=int, default=192)
+    parser.add_argument("--wave", type=int, default=16, help="queries per retrieve_batch")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     embedder = SentenceEmbedder()
     for n in args.sizes:
-        print(run(n, args.probes, args.seed, embedder), flush=True)
+        print(run(n, args.probes, args.wave, args.seed, embedder), flush=True)
 
 
 if __name__ == "__main__":

@@ -144,11 +144,15 @@ def stored_matches(stored: dict[str, Any], embedder: Any, what: str) -> bool:
 
 class QueryEncoder:
     """Unit query embeddings through one ``encode`` call per batch, with a bounded LRU of the
-    texts already seen (``size`` entries; 0 turns the cache off)."""
+    texts already seen (``size`` entries; 0 turns the cache off). ``normalize=False`` gives
+    the rows as the embedder returns them (for callers that normalise themselves)."""
 
-    def __init__(self, encode: Callable[[list[str]], Any], size: int = 4096) -> None:
+    def __init__(
+        self, encode: Callable[[list[str]], Any], size: int = 4096, normalize: bool = True
+    ) -> None:
         self._encode = encode
         self.size = int(size)
+        self.normalize = bool(normalize)
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self.calls = 0  # encode calls made (for tests and benchmarks)
 
@@ -162,7 +166,9 @@ class QueryEncoder:
         fresh: dict[str, np.ndarray] = {}
         if missing:
             self.calls += 1
-            fresh = dict(zip(missing, unit_rows(self._encode(missing)), strict=True))
+            rows_in = self._encode(missing)
+            rows_in = unit_rows(rows_in) if self.normalize else np.asarray(rows_in, np.float32)
+            fresh = dict(zip(missing, rows_in, strict=True))
         rows = []
         for text in texts:
             vector = fresh.get(text)

@@ -71,6 +71,7 @@ from memarena.memory.gmemory.interaction import (
 from memarena.memory.gmemory.query_graph import FAILED, RESOLVED, QueryGraph, QueryNode
 from memarena.memory.gmemory.render import render_solved
 from memarena.memory.gmemory.retrieval import insight_neighbourhood, rerank, success_candidates
+from memarena.memory.vectors import QueryEncoder, embedder_identity, stored_matches
 
 log = logging.getLogger(__name__)
 
@@ -133,10 +134,27 @@ class GMemory(MemoryMethod):
         self.n_observed = 0
         self.token_usage: dict[str, dict[str, int]] = {p: _zero_usage() for p in PURPOSES}
         self.fallbacks: dict[str, int] = {}
+        # task goals at retrieval: one encode call per wave of episodes (raw rows, as
+        # ``_embed`` gives them), repeated goals from an LRU
+        self.query_encoder = QueryEncoder(
+            lambda texts: self.services.embedder.encode(texts), normalize=False
+        )
+        self._stored_embedder: dict[str, Any] | None = None  # checked on first use
 
     # -- observing ---------------------------------------------------------------------------
     def _embed(self, text: str) -> np.ndarray:
+        self._check_embedder()
         return np.asarray(self.services.embedder.encode([text]), dtype=np.float32)[0]
+
+    def _check_embedder(self) -> None:
+        """After a load: the stored query embeddings are used as they are unless the snapshot
+        names another embedder (then every stored goal is embedded again, in one call)."""
+        stored, self._stored_embedder = self._stored_embedder, None
+        if not stored or not len(self.queries):
+            return
+        if not stored_matches(stored, self.services.embedder, "G-Memory query graph"):
+            goals = [self.queries.nodes[q].goal for q in self.queries.ids]
+            self.queries.replace_embeddings(self.services.embedder.encode(goals))
 
     def _key_steps(self, trajectory: Trajectory, status: str) -> list[int]:
         if not self.use_llm:
@@ -278,12 +296,21 @@ class GMemory(MemoryMethod):
         return pool[: self.n_successes]
 
     def retrieve(self, query: MemoryQuery) -> MemoryContext:
-        task_id, goal = query.task.id, query.task.goal
+        return self.retrieve_batch([query])[0]
+
+    def retrieve_batch(self, queries: list[MemoryQuery]) -> list[MemoryContext]:
+        """The contexts of a wave of episodes; their goals are embedded in one call."""
         if not self.frozen:  # what a learning memory scores after the task; frozen: untouched
-            self.shown[task_id] = []
-        if not len(self.queries):
-            return MemoryContext.empty()
-        embedding = self._embed(goal)
+            for query in queries:
+                self.shown[query.task.id] = []
+        if not len(self.queries) or not queries:
+            return [MemoryContext.empty() for _ in queries]
+        self._check_embedder()
+        vectors = self.query_encoder([q.task.goal for q in queries])
+        return [self._context(q, v) for q, v in zip(queries, vectors, strict=True)]
+
+    def _context(self, query: MemoryQuery, embedding: np.ndarray) -> MemoryContext:
+        task_id, goal = query.task.id, query.task.goal
         top, expanded = self.queries.retrieve(embedding, self.k, self.hops)
         past = self.past_successes(goal, embedding, expanded)
         chosen = self.select_insights(self.insight_queries(embedding, expanded), top)
@@ -315,8 +342,14 @@ class GMemory(MemoryMethod):
     def state_dict(self) -> dict[str, Any]:
         """JSON-serialisable; the query embeddings are one base64 float32 matrix
         (see :meth:`QueryGraph.to_dict`)."""
+        built = self.services.embedder_if_built
+        queries = self.queries.to_dict()
+        if self._stored_embedder:  # loaded and not used since: what the snapshot said
+            queries["embedder"] = dict(self._stored_embedder)
+        elif built is not None and len(self.queries):
+            queries["embedder"] = embedder_identity(built)
         return {
-            "queries": self.queries.to_dict(),
+            "queries": queries,
             "insights": self.insights.to_dict(),
             "shown": {t: list(s) for t, s in self.shown.items()},
             "n_observed": self.n_observed,
@@ -326,6 +359,8 @@ class GMemory(MemoryMethod):
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.queries.load_dict(state["queries"])
+        self._stored_embedder = dict(state["queries"].get("embedder") or {}) or None
+        self.query_encoder.clear()
         self.insights.load_dict(state["insights"])
         self.shown = {t: list(s) for t, s in state.get("shown", {}).items()}
         self.n_observed = int(state.get("n_observed", len(self.queries)))

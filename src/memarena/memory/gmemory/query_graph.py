@@ -25,6 +25,7 @@ import numpy as np
 
 from memarena.core import Feedback, Step, Task, Trajectory
 from memarena.memory.gmemory.interaction import build_interaction_graph
+from memarena.memory.vectors import top_k
 
 RESOLVED, FAILED = "Resolved", "Failed"
 CHUNK = 1024  # rows added to the embedding matrix at a time
@@ -92,11 +93,9 @@ def _unit(vector: np.ndarray) -> np.ndarray:
 
 
 def _rank(scores: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the ``k`` highest scores, highest first, ties by lower index."""
-    if k <= 0 or scores.size == 0:
-        return np.empty(0, dtype=np.int64)
-    order = np.argsort(-scores, kind="stable")
-    return order[:k]
+    """Indices of the ``k`` highest scores, highest first, ties by lower index (through
+    ``argpartition`` when k << n; the same order as a stable full sort)."""
+    return top_k(scores, k)
 
 
 class QueryGraph:
@@ -109,6 +108,10 @@ class QueryGraph:
         self.resolved: list[bool] = []  # row i: is query ids[i] resolved
         self.graph = nx.Graph()
         self._matrix: np.ndarray | None = None
+        self._resolved_rows: np.ndarray | None = None  # np.asarray(self.resolved), cached
+        # (rows, unit query, cosines): one retrieval asks for the same query's cosines up to
+        # five times (top-k, solved pool, 4 solved + 2 failed neighbours); computed once
+        self._last: tuple[int, np.ndarray, np.ndarray] | None = None
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -137,10 +140,27 @@ class QueryGraph:
             self._matrix = grown
         self._matrix[n] = vector
 
+    def replace_embeddings(self, vectors: np.ndarray) -> None:
+        """New embeddings for every stored query, in row order (the embedder changed); the
+        links stay as they were made."""
+        rows = np.asarray(vectors, dtype=np.float32).reshape(len(self.ids), -1)
+        norms = np.linalg.norm(rows, axis=1, keepdims=True)
+        self._matrix = np.zeros((len(self.ids) + CHUNK, rows.shape[1]), dtype=np.float32)
+        self._matrix[: len(self.ids)] = rows / np.where(norms > 0, norms, 1.0)
+        self._last = None
+
     def similarities(self, embedding: np.ndarray) -> np.ndarray:
+        """Cosine of ``embedding`` with every stored query, in row order (read-only)."""
         if not self.ids:
             return np.zeros(0, dtype=np.float32)
-        return self.embeddings @ _unit(embedding)
+        vector = _unit(embedding)
+        last = self._last
+        if last is not None and last[0] == len(self.ids) and np.array_equal(last[1], vector):
+            return last[2]
+        sims = self.embeddings @ vector
+        sims.setflags(write=False)
+        self._last = (len(self.ids), vector, sims)
+        return sims
 
     def add(self, node: QueryNode, embedding: np.ndarray) -> list[str]:
         """Add ``node`` and link it; returns the ids it was linked to (best first).
@@ -165,6 +185,8 @@ class QueryGraph:
         self.row[node.id] = len(self.ids)
         self.ids.append(node.id)
         self.resolved.append(node.resolved)
+        self._resolved_rows = None
+        self._last = None
         self.nodes[node.id] = node
         self.graph.add_node(node.id)
 
@@ -174,7 +196,9 @@ class QueryGraph:
         sims = self.similarities(embedding)
         rows = np.arange(sims.size)
         if status is not None:
-            rows = np.flatnonzero(np.asarray(self.resolved, dtype=bool) == (status == RESOLVED))
+            if self._resolved_rows is None:
+                self._resolved_rows = np.asarray(self.resolved, dtype=bool)
+            rows = np.flatnonzero(self._resolved_rows == (status == RESOLVED))
         return [self.ids[int(rows[i])] for i in _rank(sims[rows], k)]
 
     def similarity(self, embedding: np.ndarray, query_ids: list[str]) -> dict[str, float]:
@@ -223,12 +247,15 @@ class QueryGraph:
         self.nodes, self.ids, self.row, self.resolved = {}, [], {}, []
         self.graph = nx.Graph()
         self._matrix = None
+        self._resolved_rows = None
+        self._last = None
         dim = int(d.get("dim", 0))
         raw = base64.b64decode(d.get("embeddings_b64", ""))
         matrix = np.frombuffer(raw, dtype="<f4").astype(np.float32)
         matrix = matrix.reshape(-1, dim) if dim else matrix.reshape(0, 0)
-        for i, nd in enumerate(d["nodes"]):
-            node = QueryNode.from_dict(nd)
-            self._append_row(matrix[i])
-            self._insert(node)
+        if len(d["nodes"]):  # the stored rows as they are: one copy, never re-embedded
+            self._matrix = np.zeros((len(d["nodes"]) + CHUNK, dim), dtype=np.float32)
+            self._matrix[: len(d["nodes"])] = matrix[: len(d["nodes"])]
+        for nd in d["nodes"]:
+            self._insert(QueryNode.from_dict(nd))
         self.graph.add_edges_from(tuple(e) for e in d.get("edges", []))

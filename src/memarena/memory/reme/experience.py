@@ -174,9 +174,7 @@ class ExperiencePool:
             return [[] for _ in range(len(queries))]
         scores = queries @ self.matrix(key).T  # (queries, experiences)
         experiences = list(self.items.values())
-        return [
-            [(experiences[i], float(row[i])) for i in top_k(row, k)] for row in scores
-        ]
+        return [[(experiences[i], float(row[i])) for i in top_k(row, k)] for row in scores]
 
     def max_similarity(self, vector: np.ndarray) -> float:
         """Highest cosine between ``vector`` and any experience's content (-1 when empty)."""
