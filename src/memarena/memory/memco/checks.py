@@ -28,6 +28,7 @@ Low information ``A_info`` rejects a record when:
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from memarena.memory.memco.abstraction import AbstractForm
 
@@ -40,7 +41,9 @@ EMPTY_OUTCOMES = frozenset({"", "none", "unknown"})
 FAILURE_OUTCOMES = ("fail", "no_progress", "stall", "failure")
 
 
+@lru_cache(maxsize=1 << 16)
 def is_generic(action: str) -> bool:
+    """A generic interaction (cached: the same abstract actions recur in most records)."""
     return bool(GENERIC_ACTION.match(action.strip()))
 
 

@@ -11,20 +11,37 @@ with their occurrence counters and the contributing agents. Each aggregate then 
 :func:`global_merge` keeps one record per key. Every rebuild starts from an empty memory, so a
 record whose local evidence is gone or no longer passes disappears. Nothing depends on the order
 in which episodes were observed or records are stored (Proposition D.2).
+
+:func:`rebuild` is the fast path: it abstracts each record once per distinct roles of its
+episodes (not per episode), abstracts only the relation (type, condition, actions, outcome:
+what the key and the checks read) through caches that persist across rebuilds (records, their
+actions and conditions recur across episodes and agents), and abstracts a record's display text
+only for the keys it promotes. :func:`rebuild_reference` is the direct computation, no caches;
+both give the same snapshot (tests/memory/test_memco_rebuild_speed.py).
 """
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from memarena.core.progress import Progress
-from memarena.memory.memco.abstraction import AbstractForm, abstract
+from memarena.memory.memco.abstraction import (
+    AbstractForm,
+    RolesKey,
+    abstract,
+    abstract_relation,
+    abstract_text,
+    abstract_uncached,
+    roles_key,
+)
 from memarena.memory.memco.base import GlobalRecord, RoleAdapter
 from memarena.memory.memco.checks import informative, structural
 from memarena.memory.memco.induction import OccurrenceLog, restrict
-from memarena.memory.memco.records import Record, RecordStore
+from memarena.memory.memco.records import SHAREABLE_TYPES, Record, RecordStore
 from memarena.memory.memco.wilson import empirical_rate, promotion_score
 
 DIAGNOSTICS = (
@@ -49,6 +66,7 @@ def abstract_occurrences(
     log: OccurrenceLog | None,
     adapter: RoleAdapter,
     roles_of: Callable[[Record], dict[str, str]] = record_roles,
+    abstract_fn: Callable[[Record, dict[str, str], RoleAdapter], AbstractForm | None] = abstract,
 ) -> list[tuple[AbstractForm, Record]]:
     """``Abstract`` per occurrence: each episode of ``record`` under its own task roles.
 
@@ -59,13 +77,13 @@ def abstract_occurrences(
     gives the same form. Empty when no occurrence has a transferable form (it stays local).
     """
     if log is None:
-        form = abstract(record, roles_of(record), adapter)
+        form = abstract_fn(record, roles_of(record), adapter)
         return [] if form is None else [(form, record)]
     groups: dict[str, tuple[AbstractForm, list[str]]] = {}
     dropped = False
     for episode in sorted(record.ledger) or [""]:
         roles = log.roles.get(episode)
-        form = abstract(record, roles_of(record) if roles is None else roles, adapter)
+        form = abstract_fn(record, roles_of(record) if roles is None else roles, adapter)
         if form is None:
             dropped = True
         else:
@@ -74,6 +92,53 @@ def abstract_occurrences(
         ((form, _),) = groups.values()
         return [(form, record)]
     return [(form, restrict(record, log, set(episodes))) for form, episodes in groups.values()]
+
+
+def _occurrence_parts(
+    record: Record,
+    log: OccurrenceLog | None,
+    adapter: RoleAdapter,
+    roles_of: Callable[[Record], dict[str, str]],
+    episode_keys: dict[str, RolesKey],
+) -> list[tuple[AbstractForm, Record, RolesKey]]:
+    """:func:`abstract_occurrences` with relation-only forms (``text=""``), each with the roles
+    of its first episode (the reference's form text is the record text abstracted under them).
+
+    One abstraction per distinct roles among the record's episodes; ``episode_keys`` memoises
+    the roles key of each logged episode over one rebuild."""
+    if record.type not in SHAREABLE_TYPES or not record.actions:
+        return []  # every occurrence abstracts to None: the record stays local
+    relation = (record.type, record.condition, record.actions, record.outcome)
+    if log is None:
+        key = roles_key(roles_of(record))
+        form = abstract_relation(adapter, *relation, key)
+        return [] if form is None else [(form, record, key)]
+    own: RolesKey | None = None  # roles_of(record), for episodes the log holds no roles of
+    forms: dict[RolesKey, AbstractForm | None] = {}
+    groups: dict[str, tuple[AbstractForm, RolesKey, list[str]]] = {}
+    dropped = False
+    for episode in sorted(record.ledger) or [""]:
+        key = episode_keys.get(episode)
+        if key is None:
+            roles = log.roles.get(episode)
+            if roles is None:
+                key = own = roles_key(roles_of(record)) if own is None else own
+            else:
+                key = episode_keys[episode] = roles_key(roles)
+        if key in forms:
+            form = forms[key]
+        else:
+            form = forms[key] = abstract_relation(adapter, *relation, key)
+        if form is None:
+            dropped = True
+        elif (group := groups.get(form.key)) is None:
+            groups[form.key] = (form, key, [episode])
+        else:
+            group[2].append(episode)
+    if len(groups) == 1 and not dropped:
+        ((form, key, _),) = groups.values()
+        return [(form, record, key)]
+    return [(form, restrict(record, log, set(eps)), key) for form, key, eps in groups.values()]
 
 
 @dataclass
@@ -87,8 +152,15 @@ class _Aggregate:
     c_stall: int = 0
     sources: set[str] = field(default_factory=set)
     texts: set[str] = field(default_factory=set)
+    # (record text, roles) whose abstraction is a display text, abstracted on promotion
+    pending: set[tuple[str, RolesKey]] = field(default_factory=set)
 
     def add(self, agent: str, record: Record, form: AbstractForm) -> None:
+        self.count(agent, record)
+        if form.text:
+            self.texts.add(form.text)
+
+    def count(self, agent: str, record: Record) -> None:
         n_pos, n_neg, n_stall = record.promotion_counts()
         self.n_pos += n_pos
         self.n_neg += n_neg
@@ -97,8 +169,10 @@ class _Aggregate:
         self.c_neg += record.c_neg
         self.c_stall += record.c_stall
         self.sources.add(agent)
-        if form.text:
-            self.texts.add(form.text)
+
+    def display_texts(self, adapter: RoleAdapter) -> set[str]:
+        pending = (abstract_text(adapter, text, roles) for text, roles in self.pending)
+        return self.texts | {text for text in pending if text}
 
 
 @dataclass
@@ -147,6 +221,29 @@ def global_merge(memory: dict[str, GlobalRecord], promoted: list[GlobalRecord]) 
         memory[record.key] = record
 
 
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector off for one rebuild: the rebuild allocates ~10^5 forms,
+    tuples and aggregates (none in a reference cycle) over a heap that holds every agent's
+    records and logs, and each collection the allocations trigger walks that heap (about half
+    of a cold 10k-episode rebuild's time)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _default_adapter(adapter: RoleAdapter | None) -> RoleAdapter:
+    if adapter is None:
+        from memarena.memory.memco.roles import GENERIC
+
+        return GENERIC
+    return adapter
+
+
 def rebuild(
     local_stores: dict[str, RecordStore],
     roles_of: Callable[[Record], dict[str, str]] = record_roles,
@@ -159,29 +256,70 @@ def rebuild(
 
     Each store's occurrence log (``store.occurrences``, kept by induction) gives the roles of
     every episode; ``roles_of`` gives the roles of a record whose episodes it does not cover.
+    Equal to :func:`rebuild_reference` (the caches only skip repeated abstraction).
     """
-    if adapter is None:
-        from memarena.memory.memco.roles import GENERIC
-
-        adapter = GENERIC
+    adapter = _default_adapter(adapter)
     snap = GlobalSnapshot(rule=rule, alpha=alpha, threshold=threshold)
     diag = snap.diagnostics
     groups: dict[str, _Aggregate] = {}
     progress = Progress(sum(len(s) for s in local_stores.values()), "memco global rebuild",
                         unit="records")  # fmt: skip
+    with _gc_paused():
+        for agent, store in local_stores.items():
+            log = getattr(store, "occurrences", None)
+            episode_keys: dict[str, RolesKey] = {}
+            name = str(agent)
+            for record in store:
+                progress.update()
+                if not record.shareable:
+                    continue
+                diag["shareable"] += 1
+                parts = _occurrence_parts(record, log, adapter, roles_of, episode_keys)
+                if not parts:
+                    diag["kept_local"] += 1
+                for form, part, roles in parts:
+                    agg = groups.get(form.key)
+                    if agg is None:
+                        agg = groups[form.key] = _Aggregate(form)
+                    agg.count(name, part)
+                    agg.pending.add((record.text, roles))
+        progress.close()
+        return _promote(snap, groups, adapter)
+
+
+def rebuild_reference(
+    local_stores: dict[str, RecordStore],
+    roles_of: Callable[[Record], dict[str, str]] = record_roles,
+    adapter: RoleAdapter | None = None,
+    alpha: float = 0.05,
+    threshold: float = 0.35,
+    rule: str = "wilson",
+) -> GlobalSnapshot:
+    """:func:`rebuild` computed directly: every occurrence abstracted from the adapter, no
+    cache (the equivalence reference of the fast path)."""
+    adapter = _default_adapter(adapter)
+    snap = GlobalSnapshot(rule=rule, alpha=alpha, threshold=threshold)
+    diag = snap.diagnostics
+    groups: dict[str, _Aggregate] = {}
     for agent, store in local_stores.items():
         log = getattr(store, "occurrences", None)
         for record in store:
-            progress.update()
             if not record.shareable:
                 continue
             diag["shareable"] += 1
-            parts = abstract_occurrences(record, log, adapter, roles_of)
+            parts = abstract_occurrences(record, log, adapter, roles_of, abstract_uncached)
             if not parts:
                 diag["kept_local"] += 1
             for form, part in parts:
                 groups.setdefault(form.key, _Aggregate(form)).add(str(agent), part, form)
-    progress.close()
+    return _promote(snap, groups, adapter)
+
+
+def _promote(
+    snap: GlobalSnapshot, groups: dict[str, _Aggregate], adapter: RoleAdapter
+) -> GlobalSnapshot:
+    """``A_str``, ``A_info`` and the promotion score per aggregate; the passing ones merged."""
+    diag = snap.diagnostics
     diag["candidates"] = len(groups)
     promoted = []
     for key in sorted(groups):
@@ -192,17 +330,17 @@ def rebuild(
         if not informative(agg.form):
             diag["failed_information"] += 1
             continue
-        score = promotion_score(agg.n_pos, agg.n_neg, rule, alpha)
-        if score < threshold:
+        score = promotion_score(agg.n_pos, agg.n_neg, snap.rule, snap.alpha)
+        if score < snap.threshold:
             diag["failed_threshold"] += 1
             continue
-        promoted.append(_global_record(key, agg, score))
+        promoted.append(_global_record(key, agg, score, agg.display_texts(adapter)))
     global_merge(snap.records, promoted)
     diag["promoted"] = len(snap.records)
     return snap
 
 
-def _global_record(key: str, agg: _Aggregate, score: float) -> GlobalRecord:
+def _global_record(key: str, agg: _Aggregate, score: float, texts: set[str]) -> GlobalRecord:
     form = agg.form
     return GlobalRecord(
         key=key,
@@ -219,5 +357,5 @@ def _global_record(key: str, agg: _Aggregate, score: float) -> GlobalRecord:
         c_neg=agg.c_neg,
         c_stall=agg.c_stall,
         sources=sorted(agg.sources),
-        text=min(agg.texts) if agg.texts else "",  # order-independent choice
+        text=min(texts) if texts else "",  # order-independent choice
     )

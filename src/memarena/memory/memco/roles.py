@@ -25,16 +25,21 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from operator import methodcaller
 
 from memarena.core.types import Task
 
 ROLE = re.compile(r"<([a-z][a-z0-9_]*)>")
 _SPACES = re.compile(r"\s+")
 _SENTENCE = re.compile(r"(?<=[.!?])\s")
+# The replacement ``\1`` as a function: a template string is re-parsed on every ``sub`` call.
+_GROUP1 = methodcaller("group", 1)
 
 
 def _norm(text: str) -> str:
-    return _SPACES.sub(" ", str(text).strip().lower()).strip(" .")
+    # ``str.split()`` splits on exactly the whitespace ``\s`` matches (``str.isspace``), so
+    # this equals ``re.sub(r"\s+", " ", text.strip().lower()).strip(" .")``, about 3x faster.
+    return " ".join(str(text).lower().split()).strip(" .")
 
 
 def _first_sentence(text: str, max_words: int = 12) -> str:
@@ -52,6 +57,8 @@ class GenericAdapter:
     env = "generic"
     # The id that follows an entity kind in this env's action strings.
     id_suffix = r"(?: \d+)?"
+    # ``word <digits>`` instance ids, dropped by :meth:`strip_ids`.
+    _IDS = re.compile(r"\b([a-z][a-z\-]*) \d+\b")
 
     def roles(self, task: Task) -> dict[str, str]:
         return {}
@@ -60,14 +67,18 @@ class GenericAdapter:
         return _first_sentence(re.sub(r"\b([a-z][a-z\-]*) \d+\b", r"\1", str(observation).lower()))
 
     def strip_ids(self, text: str) -> str:
-        return re.sub(r"\b([a-z][a-z\-]*) \d+\b", r"\1", text)
+        return self._IDS.sub(_GROUP1, text)
 
     def abstract_text(self, text: str, roles: dict[str, str]) -> str:
+        """Role entities (longest first) replaced by ``<role>``, then instance ids dropped.
+
+        The per-roles patterns are compiled once (:func:`_role_patterns`); a role whose entity
+        does not occur in the text is skipped without running its regex (the pattern starts
+        with the literal entity, so it could not match)."""
         out = _norm(text)
-        for role, entity in sorted(roles.items(), key=lambda kv: (-len(kv[1]), kv[0])):
-            if entity:
-                pattern = rf"(?<![\w<]){re.escape(_norm(entity))}{self.id_suffix}(?![\w>])"
-                out = re.sub(pattern, f"<{role}>", out)
+        for entity, pattern, tag in _role_patterns(self.id_suffix, tuple(roles.items())):
+            if entity in out:
+                out = pattern.sub(tag, out)
         return self.strip_ids(out)
 
     def abstract_action(self, action: str, roles: dict[str, str]) -> str | None:
@@ -111,6 +122,22 @@ class GenericAdapter:
             if pattern.fullmatch(_norm(action)) and abstract_cached(self, action, key) == abstract:
                 return action
         return None
+
+
+@lru_cache(maxsize=65536)
+def _role_patterns(
+    id_suffix: str, roles: tuple[tuple[str, str], ...]
+) -> tuple[tuple[str, re.Pattern, str], ...]:
+    """``(normalized entity, pattern, "<role>")`` per non-empty role entity, in substitution
+    order (longest entity first, then role name): what :meth:`GenericAdapter.abstract_text`
+    applies."""
+    out = []
+    for role, entity in sorted(roles, key=lambda kv: (-len(kv[1]), kv[0])):
+        if entity:
+            norm = _norm(entity)
+            pattern = re.compile(rf"(?<![\w<]){re.escape(norm)}{id_suffix}(?![\w>])")
+            out.append((norm, pattern, f"<{role}>"))
+    return tuple(out)
 
 
 @lru_cache(maxsize=65536)
@@ -201,8 +228,7 @@ class PddlAdapter(GenericAdapter):
             return "start"
         return _first_sentence(text)
 
-    def strip_ids(self, text: str) -> str:
-        return re.sub(r"(?<![<\w])([a-z][a-z\-]*?)\d+\b", r"\1", text)
+    _IDS = re.compile(r"(?<![<\w])([a-z][a-z\-]*?)\d+\b")
 
 
 class WikiAdapter(GenericAdapter):
