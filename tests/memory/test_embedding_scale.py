@@ -256,3 +256,45 @@ def test_gmemory_snapshot_load_uses_stored_embeddings(tmp_path, caplog):
     with caplog.at_level(logging.WARNING, logger="memarena.memory.vectors"):
         assert changed.retrieve_batch(queries) == expected  # same vectors from the fake
     assert "another-embedder" in caplog.text and len(other.texts) == 120 + 3
+
+
+# -- the baselines' VectorIndex (MemoryBank, Voyager, Generative Agents, A-Mem, MemRL, MemSkill) --
+def _reference_search(index, vector, k, allowed=None):
+    sims = index.matrix @ (vector / np.linalg.norm(vector))
+    order = np.argsort(-sims, kind="stable")
+    hits = [index.ids[n] for n in order if allowed is None or allowed(index.ids[n])]
+    return hits[:k]
+
+
+def test_vector_index_search_matches_full_sort_with_and_without_filter():
+    from memarena.memory.episodic import VectorIndex
+
+    rng = np.random.default_rng(2)
+    index = VectorIndex()
+    for i in range(3000):  # rounded coordinates: many exact ties
+        index.add(f"e{i}", np.round(rng.normal(size=4), 1) + 0.01)
+    rare = {f"e{i}" for i in range(0, 3000, 97)}  # the filter rejects most rows
+    for _ in range(20):
+        v = rng.normal(size=4).astype(np.float32)
+        for k in (1, 5, 40):
+            assert [i for i, _ in index.search(v, k)] == _reference_search(index, v, k)
+            for allowed in (lambda e: e.endswith("3"), rare.__contains__, lambda e: False):
+                got = [i for i, _ in index.search(v, k, allowed)]
+                assert got == _reference_search(index, v, k, allowed)
+
+
+def test_vector_index_round_trip_keeps_rows_bit_for_bit():
+    from memarena.memory.episodic import VectorIndex
+
+    index = VectorIndex()
+    rng = np.random.default_rng(4)
+    for i in range(50):
+        index.add(f"e{i}", rng.normal(size=3))
+    blob = json.loads(json.dumps(index.to_dict(FakeEmbedder())))
+    assert blob["embedder"] == {"name": "fake-embedder", "dim": 3}
+    again = VectorIndex.from_dict(blob)
+    assert again.ids == index.ids and np.array_equal(again.matrix, index.matrix)
+    again.add("new", np.ones(3))  # grows after a load
+    assert len(again) == 51 and again.search(np.ones(3), 1)[0][0] == "new"
+    old = {k: v for k, v in blob.items() if k != "embedder"}  # an older snapshot
+    assert VectorIndex.from_dict(old).ids == index.ids

@@ -35,6 +35,7 @@ from memarena.core import (
     Trajectory,
 )
 from memarena.memory.llm_calls import clip_text, json_batch
+from memarena.memory.vectors import embedder_identity, top_k
 
 CHUNK = 256  # rows the embedding matrix grows by
 Pair = tuple[Trajectory, Outcome]  # one finished episode as the memory observes it
@@ -123,6 +124,7 @@ class VectorIndex:
         self.ids: list[str] = []
         self.row: dict[str, int] = {}
         self._matrix = np.zeros((0, 0), dtype=np.float32)
+        self.stored_embedder: dict[str, Any] = {}  # what a loaded snapshot recorded
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -171,37 +173,54 @@ class VectorIndex:
         self, vector: np.ndarray, k: int, allowed: Callable[[str], bool] | None = None
     ) -> list[tuple[str, float]]:
         """The ``k`` most similar ids (among those ``allowed`` accepts), most similar first;
-        ties keep insertion order."""
+        ties keep insertion order. The best rows come from ``argpartition`` (a full sort only
+        when the filter rejects most of them)."""
         if k <= 0 or not self.ids:
             return []
         sims = self.matrix @ _unit(vector)
-        order = np.argsort(-sims, kind="stable")
-        out: list[tuple[str, float]] = []
-        for n in order:
-            entry_id = self.ids[int(n)]
-            if allowed is None or allowed(entry_id):
-                out.append((entry_id, float(sims[n])))
-                if len(out) == k:
-                    break
-        return out
+        want = k if allowed is None else 4 * k
+        while True:
+            order = top_k(sims, want)
+            out: list[tuple[str, float]] = []
+            for n in order:
+                entry_id = self.ids[int(n)]
+                if allowed is None or allowed(entry_id):
+                    out.append((entry_id, float(sims[n])))
+                    if len(out) == k:
+                        return out
+            if len(order) == sims.size:
+                return out
+            want = sims.size if want * 4 >= sims.size else want * 4
 
-    def to_dict(self) -> dict[str, Any]:
-        """Ids in order and the matrix as base64 of its little-endian float32 bytes."""
+    def to_dict(self, embedder: Any = None) -> dict[str, Any]:
+        """Ids in order and the matrix as base64 of its little-endian float32 bytes, with the
+        name and dim of ``embedder`` (the one the rows came from) when given."""
         matrix = self.matrix
-        return {
+        out = {
             "ids": list(self.ids),
             "dim": int(matrix.shape[1]) if matrix.size else 0,
             "embeddings_b64": base64.b64encode(matrix.astype("<f4").tobytes()).decode("ascii"),
         }
+        if embedder is not None:
+            out["embedder"] = embedder_identity(embedder)
+        return out
 
     @staticmethod
     def from_dict(d: dict[str, Any]) -> VectorIndex:
+        """The stored rows as they are (one copy, no per-row work, nothing embedded)."""
         index = VectorIndex()
         dim = int(d.get("dim", 0))
         raw = np.frombuffer(base64.b64decode(d.get("embeddings_b64", "")), dtype="<f4")
         matrix = raw.astype(np.float32).reshape(-1, dim) if dim else raw.reshape(0, 0)
-        for entry_id, vector in zip(d.get("ids", []), matrix, strict=True):
-            index.add(entry_id, vector)
+        ids = list(d.get("ids", []))
+        if len(ids) != len(matrix) or len(set(ids)) != len(ids):
+            raise ValueError(f"VectorIndex: {len(ids)} ids for {len(matrix)} stored rows")
+        if ids:
+            index._matrix = np.zeros((len(ids) + CHUNK, dim), dtype=np.float32)
+            index._matrix[: len(ids)] = matrix  # saved unit rows, bit for bit
+            index.ids = ids
+            index.row = {entry_id: n for n, entry_id in enumerate(ids)}
+        index.stored_embedder = dict(d.get("embedder") or {})
         return index
 
 
