@@ -487,7 +487,9 @@ def figure_global(
     fig, ax = plt.subplots(figsize=(11, max(3.0, 0.32 * max(len(shown), len(sources)) + 1.5)))
     ax.axis("off")
     if shown.empty:
-        ax.set_title(title + "no global records promoted in this snapshot", fontsize=10)
+        ax.set_title(
+            f"{title}MemCo global memory: no global records promoted in this snapshot", fontsize=10
+        )
         return save_figure(fig, out_dir, name), fig
     g = nx.DiGraph()
     pos = {}
