@@ -518,6 +518,25 @@ def test_appendix_j_without_promoted_records(tmp_path):
     assert mf.pddl_snapshot(mr.load_runs(results, "table1"))[1] == state
 
 
+def test_case_study_without_recorded_prompts(tmp_path):
+    """Episodes written without protocol.record_prompts: the steps and feedback are there, the
+    memory column says how to record it; with no task MemCo solved and G-Memory failed, the
+    first familiar task both ran in sorted order (0000) is the case."""
+    results = build_figure_tree(tmp_path / "results")
+    for method in ("gmemory", "memco"):
+        path = results / "memco_table1" / "alfworld" / method / BB / "seed0" / "episodes.jsonl"
+        rows = [json.loads(line) for line in path.read_text().splitlines()]
+        for row in rows:
+            row["success"] = method == "gmemory"
+            for step in row["trajectory"]["steps"]:
+                del step["prompt"], step["memory_ids"]
+        write_episodes(path.parent, rows)
+    case = mf.case_table(mf.choose_case(mr.load_runs(results, "table1")))
+    assert set(case["task_id"][case["panel"] != "c"]) == {FAMILIAR + "0000"}
+    assert (case["memory"] == mf.NO_PROMPTS).all() and (case["memory_ids"] == "").all()
+    assert case["action"].tolist()[:1] == ["look"]
+
+
 def test_step_memory_reads_the_prompt():
     step = {"prompt": [{"role": "user", "content": f"few-shot\n\n{GMEM_MEMORY}\n\nYour task: x"}]}
     assert mf.step_memory(step) == GMEM_MEMORY

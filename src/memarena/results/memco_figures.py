@@ -36,6 +36,11 @@ MISSING = {
     "experiment=memco_table1_pddl method=memco",
 }
 NO_PROMPTS = "(prompt not recorded: protocol.record_prompts=true)"
+NO_PROMPTS_NOTE = (
+    "Figure 6: these episodes hold no prompts, so the memory shown at each step is unknown; "
+    "rerun experiment=memco_table1_alfworld method=gmemory,memco with "
+    "protocol.record_prompts=true to see it"
+)
 
 
 # --------------------------------------------------------------------------------------------
