@@ -298,3 +298,55 @@ def test_vector_index_round_trip_keeps_rows_bit_for_bit():
     assert len(again) == 51 and again.search(np.ones(3), 1)[0][0] == "new"
     old = {k: v for k, v in blob.items() if k != "embedder"}  # an older snapshot
     assert VectorIndex.from_dict(old).ids == index.ids
+
+
+def _baseline(cls, embedder: CountingEmbedder, **kw):
+    from doubles import FakeLLM
+
+    llm = FakeLLM()  # "{}": every summary falls back to the task's goal
+    services = MemoryServices(llm_factory=lambda: llm, embedder_factory=lambda: embedder)
+    return cls(services=services, **kw)
+
+
+@pytest.mark.parametrize("method", ["memorybank", "memrl", "generative_agents"])
+def test_baseline_snapshot_load_embeds_only_queries_and_reembeds_for_another_embedder(
+    method, tmp_path, caplog
+):
+    from baseline_helpers import episode
+    from baseline_helpers import query as bquery
+
+    from memarena.memory.generative_agents import GenerativeAgents
+    from memarena.memory.memorybank import MemoryBank
+    from memarena.memory.memrl import MemRL
+
+    cls, kw = {
+        "memorybank": (MemoryBank, {}),
+        "memrl": (MemRL, {"epsilon": 0.0}),
+        "generative_agents": (GenerativeAgents, {}),
+    }[method]
+    memory = _baseline(cls, CountingEmbedder(), **kw)
+    rng = np.random.default_rng(9)
+    for i in range(30):
+        memory.observe(*episode(_goal(rng), bool(i % 2), f"t{i}"))
+    memory.freeze()
+    memory.save(tmp_path)
+    goals = ["v:1,0,0", "v:0,1,0.5", "v:-1,0.2,0.3"]
+    expected = memory.retrieve_batch([bquery(g, f"q{n}") for n, g in enumerate(goals)])
+    assert any(c.memory_ids for c in expected)
+
+    embedder = CountingEmbedder()
+    loaded = _baseline(cls, embedder, **kw)
+    loaded.load(tmp_path)
+    loaded.freeze()
+    got = loaded.retrieve_batch([bquery(g, f"q{n}") for n, g in enumerate(goals)])
+    assert got == expected
+    assert embedder.calls == [goals]  # one call, the queries only
+
+    other = CountingEmbedder(name="another-embedder")
+    changed = _baseline(cls, other, **kw)
+    changed.load(tmp_path)
+    changed.freeze()
+    with caplog.at_level(logging.WARNING, logger="memarena.memory.vectors"):
+        got = changed.retrieve_batch([bquery(g, f"q{n}") for n, g in enumerate(goals)])
+    assert "another-embedder" in caplog.text
+    assert got == expected and len(other.texts) > len(goals)  # the stored texts, re-embedded

@@ -35,7 +35,7 @@ from memarena.core import (
     Trajectory,
 )
 from memarena.memory.llm_calls import clip_text, json_batch
-from memarena.memory.vectors import embedder_identity, top_k
+from memarena.memory.vectors import embedder_identity, stored_matches, top_k, unit_rows
 
 CHUNK = 256  # rows the embedding matrix grows by
 Pair = tuple[Trajectory, Outcome]  # one finished episode as the memory observes it
@@ -201,9 +201,23 @@ class VectorIndex:
             "dim": int(matrix.shape[1]) if matrix.size else 0,
             "embeddings_b64": base64.b64encode(matrix.astype("<f4").tobytes()).decode("ascii"),
         }
-        if embedder is not None:
-            out["embedder"] = embedder_identity(embedder)
+        identity = self.stored_embedder or (
+            embedder_identity(embedder) if embedder is not None and self.ids else {}
+        )
+        if identity:
+            out["embedder"] = dict(identity)
         return out
+
+    def verify(self, embedder: Any, texts: Callable[[list[str]], list[str]], what: str) -> None:
+        """Once after a load: keep the stored rows when they came from ``embedder`` (or the
+        snapshot does not say), else embed ``texts(ids)`` again, with a warning."""
+        stored, self.stored_embedder = self.stored_embedder, {}
+        if not stored or not self.ids or stored_matches(stored, embedder, what):
+            return
+        ids = list(self.ids)
+        vectors = unit_rows(embedder.encode(texts(ids)))
+        self._matrix = np.zeros((len(ids) + CHUNK, vectors.shape[1]), dtype=np.float32)
+        self._matrix[: len(ids)] = vectors
 
     @staticmethod
     def from_dict(d: dict[str, Any]) -> VectorIndex:
@@ -222,6 +236,18 @@ class VectorIndex:
             index.row = {entry_id: n for n, entry_id in enumerate(ids)}
         index.stored_embedder = dict(d.get("embedder") or {})
         return index
+
+
+def verify_indexes(
+    embedder: Callable[[], Any],
+    indexes: list[tuple[VectorIndex, Callable[[list[str]], list[str]]]],
+    what: str,
+) -> None:
+    """:meth:`VectorIndex.verify` of each (index, texts of its ids) a method keeps; the
+    embedder (``embedder()``) is only built when a loaded index names one."""
+    for index, texts in indexes:
+        if index.stored_embedder:
+            index.verify(embedder(), texts, what)
 
 
 def _unit(vector: Any) -> np.ndarray:
@@ -309,6 +335,16 @@ class ModalBaseline(MemoryMethod):
 
     def retrieve(self, query: MemoryQuery) -> MemoryContext:
         return self.retrieve_batch([query])[0]
+
+    def embedding_indexes(self) -> list[tuple[VectorIndex, Callable[[list[str]], list[str]]]]:
+        """(index, the texts its ids were embedded from) of every index the method keeps."""
+        return []
+
+    def verify_embeddings(self) -> None:
+        """After a load (called as retrieval and observation start): an index whose snapshot
+        names another embedder than this run's is embedded again, with a warning; otherwise
+        the stored rows are used as they are."""
+        verify_indexes(lambda: self.services.embedder, self.embedding_indexes(), self.name)
 
     def _ask(self, purpose: str, requests: list[ChatRequest]) -> list[Any]:
         """One batched JSON call for ``purpose``, counted under it."""

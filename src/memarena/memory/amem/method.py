@@ -80,6 +80,7 @@ class AMem(ModalBaseline):
     # -- writing -------------------------------------------------------------------------------
     def observe_groups(self, groups: list[list[Pair]]) -> None:
         self.refuse_if_frozen()
+        self.verify_embeddings()
         tasks, self.clock = stored_tasks(groups, self.clock)
         notes = [
             Note(
@@ -167,7 +168,11 @@ class AMem(ModalBaseline):
         self.counts["consolidations"] += 1
 
     # -- retrieval -----------------------------------------------------------------------------
+    def embedding_indexes(self) -> list[tuple[VectorIndex, Any]]:
+        return [(self.index, lambda ids: [self._key(self.notes[i]) for i in ids])]
+
     def retrieve_batch(self, queries: list[MemoryQuery]) -> list[MemoryContext]:
+        self.verify_embeddings()
         if not queries or not self.notes or self.top_k == 0:
             return [MemoryContext.empty() for _ in queries]
         vectors = self.services.embedder.encode([q.task.goal for q in queries])
@@ -211,7 +216,7 @@ class AMem(ModalBaseline):
         return {
             **self.common_state(),
             "notes": [n.to_dict() for n in self.notes.values()],
-            "index": self.index.to_dict(),
+            "index": self.index.to_dict(self.services.embedder_if_built),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:

@@ -118,6 +118,7 @@ class GenerativeAgents(ModalBaseline):
     # -- writing -------------------------------------------------------------------------------
     def observe_groups(self, groups: list[list[Pair]]) -> None:
         self.refuse_if_frozen()
+        self.verify_embeddings()
         new, self.clock = stored_tasks(groups, self.clock)
         if not new:
             return
@@ -229,7 +230,15 @@ class GenerativeAgents(ModalBaseline):
         """The ``k`` memories of the stream with the best combined score for ``vector``."""
         return self.stream.top(self.stream.scores(vector, self.clock, self.decay, self.weights), k)
 
+    def embedding_indexes(self) -> list[tuple[VectorIndex, Any]]:
+        objects = self.stream.objects
+        return [
+            (self.index, lambda ids: [self.tasks[i].goal for i in ids]),
+            (self.stream.index, lambda ids: [objects[i].embedding_key for i in ids]),
+        ]
+
     def retrieve_batch(self, queries: list[MemoryQuery]) -> list[MemoryContext]:
+        self.verify_embeddings()
         if not queries or self.size() == 0 or self.top_k == 0:
             return [MemoryContext.empty() for _ in queries]
         vectors = self.services.embedder.encode([q.task.goal for q in queries])
@@ -292,10 +301,10 @@ class GenerativeAgents(ModalBaseline):
     def state_dict(self) -> dict[str, Any]:
         return {
             **self.common_state(),
-            "stream": self.stream.to_dict(),
+            "stream": self.stream.to_dict(self.services.embedder_if_built),
             "pending_importance": self.pending_importance,
             "tasks": [t.to_dict() for t in self.tasks.values()],
-            "index": self.index.to_dict(),
+            "index": self.index.to_dict(self.services.embedder_if_built),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:

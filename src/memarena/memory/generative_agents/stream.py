@@ -108,10 +108,10 @@ class MemoryStream:
         for i in ids:
             self.objects[i].last_access = now
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, embedder: Any = None) -> dict[str, Any]:
         return {
             "objects": [m.to_dict() for m in self.objects.values()],
-            "index": self.index.to_dict(),
+            "index": self.index.to_dict(embedder),
         }
 
     @staticmethod

@@ -96,6 +96,7 @@ class MemoryBank(ModalBaseline):
     # -- writing -------------------------------------------------------------------------------
     def observe_groups(self, groups: list[list[Pair]]) -> None:
         self.refuse_if_frozen()
+        self.verify_embeddings()
         new, self.clock = stored_tasks(groups, self.clock)
         if not new:
             return
@@ -155,7 +156,11 @@ class MemoryBank(ModalBaseline):
         self.counts["recalls"] += len(entry_ids)
 
     # -- retrieval -----------------------------------------------------------------------------
+    def embedding_indexes(self) -> list[tuple[VectorIndex, Any]]:
+        return [(self.index, lambda ids: [self.summaries[i] for i in ids])]
+
     def retrieve_batch(self, queries: list[MemoryQuery]) -> list[MemoryContext]:
+        self.verify_embeddings()
         if not queries or not self.tasks or self.top_k == 0:
             return [self._context([]) for _ in queries]
         vectors = self.services.embedder.encode([q.task.goal for q in queries])
@@ -203,7 +208,7 @@ class MemoryBank(ModalBaseline):
             "summaries": dict(self.summaries),
             "strength": dict(self.strength),
             "last_recall": dict(self.last_recall),
-            "index": self.index.to_dict(),
+            "index": self.index.to_dict(self.services.embedder_if_built),
             "overview": self.overview,
         }
 

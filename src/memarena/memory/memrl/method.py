@@ -135,6 +135,7 @@ class MemRL(ModalBaseline):
     # -- learning ------------------------------------------------------------------------------
     def observe_groups(self, groups: list[list[Pair]]) -> None:
         self.refuse_if_frozen()
+        self.verify_embeddings()
         for group in groups:
             for trajectory, outcome in group:
                 self.update_values(trajectory.memory_ids, outcome.success)
@@ -208,7 +209,11 @@ class MemRL(ModalBaseline):
         return intent
 
     # -- retrieval -----------------------------------------------------------------------------
+    def embedding_indexes(self) -> list[tuple[VectorIndex, Any]]:
+        return [(self.intent_index, lambda ids: [self.intent_text[i] for i in ids])]
+
     def retrieve_batch(self, queries: list[MemoryQuery]) -> list[MemoryContext]:
+        self.verify_embeddings()
         if not queries or not self.experiences or self.top_k == 0:
             return [MemoryContext.empty() for _ in queries]
         vectors = self.services.embedder.encode([q.task.goal for q in queries])
@@ -280,7 +285,7 @@ class MemRL(ModalBaseline):
             "experiences": [asdict(e) for e in self.experiences.values()],
             "intents": {i: list(ids) for i, ids in self.intents.items()},
             "intent_text": dict(self.intent_text),
-            "intent_index": self.intent_index.to_dict(),
+            "intent_index": self.intent_index.to_dict(self.services.embedder_if_built),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:

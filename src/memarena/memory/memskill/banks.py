@@ -131,8 +131,12 @@ class ItemBank:
             return "delete"
         return "invalid"
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"items": dict(self.items), "index": self.index.to_dict(), "next_id": self.next_id}
+    def to_dict(self, embedder: Any = None) -> dict[str, Any]:
+        return {
+            "items": dict(self.items),
+            "index": self.index.to_dict(embedder),
+            "next_id": self.next_id,
+        }
 
     @staticmethod
     def from_dict(d: dict[str, Any]) -> ItemBank:

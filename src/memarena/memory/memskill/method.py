@@ -91,6 +91,7 @@ class MemSkill(ModalBaseline):
     # -- writing -------------------------------------------------------------------------------
     def observe_groups(self, groups: list[list[Pair]]) -> None:
         self.refuse_if_frozen()
+        self.verify_embeddings()
         before = self.clock
         tasks, self.clock = stored_tasks(groups, self.clock)
         if not tasks:
@@ -189,7 +190,12 @@ class MemSkill(ModalBaseline):
         return made
 
     # -- retrieval -----------------------------------------------------------------------------
+    def embedding_indexes(self) -> list[tuple[Any, Any]]:
+        items = self.memory.items
+        return [(self.memory.index, lambda ids: [items[i] for i in ids])]
+
     def retrieve_batch(self, queries: list[MemoryQuery]) -> list[MemoryContext]:
+        self.verify_embeddings()
         k = self.top_k_eval if self.phase == "eval" else self.top_k
         if not queries or not len(self.memory) or k == 0:
             return [MemoryContext.empty() for _ in queries]
@@ -219,7 +225,7 @@ class MemSkill(ModalBaseline):
         return {
             **self.common_state(),
             "skills": self.skills.to_dict(),
-            "memory": self.memory.to_dict(),
+            "memory": self.memory.to_dict(self.services.embedder_if_built),
             "hard": list(self.hard),
         }
 

@@ -68,11 +68,11 @@ class SkillLibrary:
     def search(self, vector: np.ndarray, k: int) -> list[Skill]:
         return [self.skills[b] for b, _ in self.index.search(vector, k)]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, embedder: Any = None) -> dict[str, Any]:
         return {
             "skills": [s.to_dict() for s in self.skills.values()],
             "replaced": [s.to_dict() for s in self.replaced],
-            "index": self.index.to_dict(),
+            "index": self.index.to_dict(embedder),
         }
 
     @staticmethod

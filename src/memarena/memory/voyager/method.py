@@ -74,6 +74,7 @@ class Voyager(ModalBaseline):
     # -- writing -------------------------------------------------------------------------------
     def observe_groups(self, groups: list[list[Pair]]) -> None:
         self.refuse_if_frozen()
+        self.verify_embeddings()
         new, self.clock = stored_tasks(groups, self.clock)
         if self.mode == "parity":
             self._store_tasks(new)
@@ -128,7 +129,15 @@ class Voyager(ModalBaseline):
         return Skill(name, 1, description, task.program(), task.goal, task.id)
 
     # -- retrieval -----------------------------------------------------------------------------
+    def embedding_indexes(self) -> list[tuple[VectorIndex, Any]]:
+        skills = self.library.skills
+        return [
+            (self.index, lambda ids: [self.summaries[i] for i in ids]),
+            (self.library.index, lambda ids: [skills[b].description for b in ids]),
+        ]
+
     def retrieve_batch(self, queries: list[MemoryQuery]) -> list[MemoryContext]:
+        self.verify_embeddings()
         if not queries or self.size() == 0 or self.top_k == 0:
             return [MemoryContext.empty() for _ in queries]
         vectors = self.services.embedder.encode([q.task.goal for q in queries])
@@ -168,10 +177,10 @@ class Voyager(ModalBaseline):
     def state_dict(self) -> dict[str, Any]:
         return {
             **self.common_state(),
-            "library": self.library.to_dict(),
+            "library": self.library.to_dict(self.services.embedder_if_built),
             "tasks": [t.to_dict() for t in self.tasks.values()],
             "summaries": dict(self.summaries),
-            "index": self.index.to_dict(),
+            "index": self.index.to_dict(self.services.embedder_if_built),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
