@@ -1,0 +1,391 @@
+"""Write, retrieve and load cost of every memory method side by side, at several memory sizes.
+
+    python benchmarks/memory_ops.py --sizes 1000 10000 --out memory_ops.json
+    python benchmarks/memory_ops.py --sizes 1000 --methods memco reme gmemory
+
+For each method (its ``conf/method/<name>.yaml`` defaults, ``env=alfworld``) and each size N:
+
+- write: N synthetic ALFWorld-like tasks (the generator of ``memco_memory.py``: 4 scene
+  domains, 8-20 steps, failures and stalls, 60% solved) observed through the method's public
+  ``observe_groups`` in chunks of its ``acquisition_observe_tasks``, as acquisition does. A
+  method whose write calls its memory LLM (summaries, importance ratings, insights, the graph
+  controller, ReMe's summarizer and judge, ...) gets a synthetic LLM that answers every request
+  at once with a varied answer valid for the request's JSON schema (first choice of a choice
+  request): the table's ``write path`` says ``observe + synthetic LLM`` and the time is the
+  method's own work without LLM latency. LangMem's manager needs tool calls from the LLM, so
+  its store is filled with ``store.put`` of the Episode items the manager would have written
+  (``store.put``). ``none`` and ``icl`` store nothing (``n/a``). ``amem`` runs in lite mode
+  (the full mode's note construction is LLM calls).
+- retrieve: 200 held-out tasks' first-step queries through ``retrieve_batch`` in waves of 8
+  (``protocol.concurrency``), as the runner asks at episode start, each query's time being its
+  wave's time shared out; a step-granular method (MemCo) is asked per step through ``retrieve``
+  with the episode's past steps, as the runner does after the first step. p50 / p95 per query;
+  ``hit`` is the share of queries that got at least one memory item.
+- save / load: ``save`` (``state_dict`` -> ``memory.json``, the snapshot code) and ``load`` of
+  that file into a fresh instance (``load_state_dict``), timed separately.
+
+Embeddings: queries always go through the embedded MiniLM (``conf/embedder/minilm.yaml``).
+Stored items go through it too up to ``--minilm-items`` items (default 2000); beyond that their
+vectors are composed from MiniLM vectors of their words (each distinct word embedded once with
+MiniLM, a text = the normalised mean of its words' vectors; ``vectors`` column ``words``), so a
+10k / 100k measurement times the memory operation, not 10^5 MiniLM encodes on 2 cores.
+``--embedder fake`` (a seeded hash projection, no model) is for the tests.
+
+One process; a row is printed as soon as its (method, size) is measured. ``--out`` writes the
+rows as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import logging
+import random
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from memco_memory import episode  # noqa: E402
+
+from memarena.core import MemoryQuery, MemoryServices, Observation  # noqa: E402
+from memarena.core.llm_types import Completion  # noqa: E402
+from memarena.core.types import Usage  # noqa: E402
+
+log = logging.getLogger("benchmarks.memory_ops")
+ROOT = Path(__file__).resolve().parents[1]
+
+# method -> (conf/method choice, write path)
+METHODS: dict[str, tuple[str, str]] = {
+    "none": ("none", "n/a (stores nothing)"),
+    "icl": ("icl", "n/a (fixed examples)"),
+    "memorybank": ("memorybank", "observe + synthetic LLM"),
+    "voyager": ("voyager", "observe + synthetic LLM"),
+    "generative_agents": ("generative_agents", "observe + synthetic LLM"),
+    "amem": ("amem_lite", "observe (lite)"),
+    "langmem": ("langmem", "store.put"),
+    "memrl": ("memrl", "observe + synthetic LLM"),
+    "memskill": ("memskill", "observe + synthetic LLM"),
+    "gmemory": ("gmemory", "observe + synthetic LLM"),
+    "evograph": ("evograph", "observe + synthetic LLM"),
+    "memco": ("memco", "observe"),
+    "reme": ("reme", "observe + synthetic LLM"),
+}
+COLUMNS = ("method", "size", "write path", "vectors", "write total s", "write per item ms",
+           "retrieve p50 ms", "retrieve p95 ms", "hit", "save s", "load s", "entries")  # fmt: skip
+WAVE = 8
+WORDS = ("check the receptacle before taking the object then move it to the destination "
+         "clean heat cool with sinkbasin microwave fridge open drawer cabinet countertop "
+         "go to look examine first after when fails retry").split()  # fmt: skip
+
+
+# -- the synthetic memory LLM -----------------------------------------------------------------
+class SyntheticLLM:
+    """Answers every request at once: a varied value valid for its JSON schema, the first of its
+    choices, else a short sentence. Numbers are drawn in their range (importance ratings vary);
+    EvoGraph's controller keeps the shown insights and adds one; a judge accepts."""
+
+    name = "synthetic-llm"
+
+    def __init__(self, seed: int = 0) -> None:
+        self.rng = random.Random(seed)
+        self.usage = Usage()
+        self.n = 0
+
+    def generate(self, requests: list[Any]) -> list[Completion]:
+        out = []
+        for request in requests:
+            self.n += 1
+            if getattr(request, "json_schema", None) is not None:
+                text = json.dumps(self._answer(request.json_schema))
+            elif getattr(request, "choices", None):
+                text = request.choices[0]
+            else:
+                text = self._text(200)
+            out.append(Completion(text=text, prompt_tokens=10, completion_tokens=3))
+        self.usage.calls += 1
+        self.usage.requests += len(requests)
+        return out
+
+    def _text(self, limit: int) -> str:
+        words = " ".join(self.rng.choice(WORDS) for _ in range(8))
+        return f"{words} ({self.n}.{self.rng.randrange(10**6)})"[: max(1, limit)]
+
+    def _value(self, schema: dict) -> Any:
+        if "enum" in schema:
+            return schema["enum"][0]
+        if "anyOf" in schema:
+            return self._value(schema["anyOf"][0])
+        kind = schema.get("type")
+        kind = kind[0] if isinstance(kind, list) else kind
+        if kind == "object":
+            props = schema.get("properties", {})
+            return {k: self._value(v) for k, v in props.items()}  # optional ones too
+        if kind == "array":
+            n = max(int(schema.get("minItems", 1)), min(2, int(schema.get("maxItems", 2))))
+            return [self._value(schema.get("items", {})) for _ in range(n)]
+        if kind == "integer":
+            lo, hi = int(schema.get("minimum", 1)), int(schema.get("maximum", 10))
+            return self.rng.randint(lo, max(lo, hi))
+        if kind == "number":
+            lo, hi = float(schema.get("minimum", 0.0)), float(schema.get("maximum", 1.0))
+            return round(self.rng.uniform(lo, max(lo, hi)), 3)
+        if kind == "boolean":
+            return True
+        return self._text(int(schema.get("maxLength", 200)))
+
+    def _answer(self, schema: dict) -> Any:
+        props = schema.get("properties", {})
+        if "add" in props and "insight" in props:  # EvoGraph's graph controller
+            answer = {"add": True, "insight": self._text(160)}
+            for key, sub in props.items():
+                if key not in ("add", "insight"):
+                    answer[key] = {"op": sub["properties"]["op"]["enum"][0]}
+            return answer
+        value = self._value(schema)
+        if "valid" in props and "score" in props:  # a judge (ReMe): accept
+            value.update(valid=True, score=props["score"].get("maximum", 1.0))
+        return value
+
+    def record_fallback(self, kind: str, detail: str = "") -> None:
+        self.usage.count_fallback(kind)
+
+    def close(self) -> None:
+        return None
+
+
+# -- embedders ----------------------------------------------------------------------------------
+class FakeEmbedder:
+    """A seeded projection of hashed word counts (no model; for the tests)."""
+
+    name = "fake"
+    dim = 32
+
+    def __init__(self) -> None:
+        self.proj = np.random.default_rng(0).normal(size=(4096, self.dim)).astype(np.float32)
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        rows = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, text in enumerate(texts):
+            for word in re.findall(r"\w+", str(text).lower()):
+                rows[i] += self.proj[hash(word) % 4096]
+        return rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-6)
+
+    def close(self) -> None:
+        return None
+
+
+class ItemEmbedder:
+    """``base`` for queries; for stored items (``words`` on) the normalised mean of the base
+    vectors of their words, each distinct word embedded once."""
+
+    def __init__(self, base: Any) -> None:
+        self.base, self.name, self.dim = base, base.name, base.dim
+        self.words = False
+        self.cache: dict[str, np.ndarray] = {}
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        if not self.words:
+            return self.base.encode(list(texts))
+        tokens = [re.findall(r"\w+", str(t).lower())[:64] or ["empty"] for t in texts]
+        new = sorted({w for ws in tokens for w in ws} - self.cache.keys())
+        if new:
+            self.cache.update(zip(new, np.asarray(self.base.encode(new)), strict=True))
+        rows = np.stack([np.mean([self.cache[w] for w in ws], axis=0) for ws in tokens])
+        rows = rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-6)
+        return rows.astype(np.float32)
+
+    def close(self) -> None:
+        return None
+
+
+def base_embedder(kind: str) -> Any:
+    if kind == "fake":
+        return FakeEmbedder()
+    from hydra.utils import instantiate
+    from omegaconf import OmegaConf
+
+    return instantiate(OmegaConf.load(ROOT / "conf" / "embedder" / "minilm.yaml"))
+
+
+# -- building and filling -----------------------------------------------------------------------
+def method_config(choice: str) -> Any:
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base=None):
+        cfg = compose("config", overrides=[f"method={choice}", "env=alfworld", "logger=none"])
+    return cfg.method
+
+
+def build(cfg: Any, embedder: ItemEmbedder, llm: SyntheticLLM) -> Any:
+    from memarena.pipeline.build import build_part
+
+    services = MemoryServices(llm_factory=lambda: llm, embedder_factory=lambda: embedder)
+    return build_part(cfg, services=services, env_name="alfworld")
+
+
+def write(memory: Any, method: str, pairs: list[tuple[Any, Any]]) -> None:
+    if method == "none" or not memory.learns:
+        return
+    if method == "langmem":
+        rng = random.Random(1)
+        for i, (traj, out) in enumerate(pairs):
+            actions = "; ".join(s.action for s in traj.steps[:6])
+            content = {
+                "observation": traj.task.goal,
+                "thoughts": " ".join(rng.sample(WORDS, 8)),
+                "action": actions,
+                "result": "solved" if out.success else "failed",
+            }
+            value = {"kind": "Episode", "content": content}
+            memory.store.put(memory.namespace, f"ep-{i:07d}", value)
+        return
+    chunk = max(1, int(getattr(memory, "acquisition_observe_tasks", 1) or 1))
+    for start in range(0, len(pairs), chunk):
+        memory.observe_groups([[pair] for pair in pairs[start : start + chunk]])
+
+
+def queries(pairs: list[tuple[Any, Any]], step: bool, rng: random.Random) -> list[MemoryQuery]:
+    out = []
+    for traj, _ in pairs:
+        k = rng.randrange(len(traj.steps)) if step and traj.steps else 0
+        obs = traj.steps[k - 1].observation if k else traj.initial_observation
+        actions = sorted({s.action for s in traj.steps} | {"look", "inventory"})
+        out.append(MemoryQuery(traj.task, Observation(obs, traj.task.goal, actions), k,
+                               traj.steps[:k]))  # fmt: skip
+    return out
+
+
+def retrieve_times(memory: Any, qs: list[MemoryQuery]) -> tuple[list[float], float]:
+    """Per-query seconds and the share of queries that got at least one item."""
+    times, hits = [], 0
+    if memory.granularity == "step":
+        for q in qs:
+            t0 = time.perf_counter()
+            ctx = memory.retrieve(q)
+            times.append(time.perf_counter() - t0)
+            hits += bool(ctx.memory_ids)
+        return times, hits / max(len(qs), 1)
+    for start in range(0, len(qs), WAVE):
+        wave = qs[start : start + WAVE]
+        t0 = time.perf_counter()
+        contexts = memory.retrieve_batch(wave)
+        times += [(time.perf_counter() - t0) / len(wave)] * len(wave)
+        hits += sum(bool(c.memory_ids) for c in contexts)
+    return times, hits / max(len(qs), 1)
+
+
+def _pct(xs: list[float], q: float) -> float:
+    return sorted(xs)[int(q * (len(xs) - 1))] * 1e3 if xs else float("nan")
+
+
+def measure(
+    method: str, size: int, embedder: ItemEmbedder, n_queries: int = 200, minilm_items: int = 2000
+) -> dict[str, Any]:
+    """One table row: ``method`` filled with ``size`` synthetic tasks, then timed."""
+    choice, path = METHODS[method]
+    cfg = method_config(choice)
+    rng = random.Random(0)
+    pairs = [episode(rng, i) for i in range(size)]
+    held_out = [episode(rng, size + i) for i in range(n_queries)]
+    memory = build(copy.deepcopy(cfg), embedder, SyntheticLLM())
+    embedder.words = size > minilm_items
+    t0 = time.perf_counter()
+    write(memory, method, pairs)
+    write_s = time.perf_counter() - t0
+    memory.freeze()
+    memory.begin_phase("eval")
+    views = memory.eval_views()
+    memory.set_view(views[0])
+    embedder.words = False  # queries: the real embedder
+    qs = queries(held_out, memory.granularity == "step", random.Random(1))
+    times, hit = retrieve_times(memory, qs)
+    embedder.words = size > minilm_items
+    with tempfile.TemporaryDirectory() as tmp:
+        t0 = time.perf_counter()
+        memory.save(Path(tmp))
+        save_s = time.perf_counter() - t0
+        fresh = build(copy.deepcopy(cfg), embedder, SyntheticLLM())
+        t0 = time.perf_counter()
+        fresh.load(Path(tmp))
+        load_s = time.perf_counter() - t0
+    embedder.words = False
+    vectors = "words" if size > minilm_items else embedder.base.name
+    if memory.services.embedder_if_built is None and fresh.services.embedder_if_built is None:
+        vectors = "-"  # the method embeds nothing
+    return {
+        "method": method,
+        "size": size,
+        "write path": path,
+        "vectors": vectors,
+        "write total s": round(write_s, 3),
+        "write per item ms": round(write_s / max(size, 1) * 1e3, 3),
+        "retrieve p50 ms": round(_pct(times, 0.5), 3),
+        "retrieve p95 ms": round(_pct(times, 0.95), 3),
+        "hit": round(hit, 3),
+        "save s": round(save_s, 3),
+        "load s": round(load_s, 3),
+        "entries": memory.size(),
+    }
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    lines += ["| " + " | ".join(str(r[c]) for c in COLUMNS) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def run(
+    methods: list[str],
+    sizes: list[int],
+    embedder: str = "minilm",
+    n_queries: int = 200,
+    minilm_items: int = 2000,
+    out: Path | None = None,
+    echo: bool = True,
+) -> list[dict[str, Any]]:
+    items = ItemEmbedder(base_embedder(embedder))
+    rows: list[dict[str, Any]] = []
+    if echo:
+        print(table([]), flush=True)
+    for size in sizes:
+        for method in methods:
+            row = measure(method, size, items, n_queries, minilm_items)
+            rows.append(row)
+            if echo:
+                print(table([row]).splitlines()[-1], flush=True)
+            if out is not None:
+                out.write_text(json.dumps(rows, indent=1))
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
+    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument(
+        "--minilm-items",
+        type=int,
+        default=2000,
+        help="above this many items, item vectors are composed from word vectors",
+    )
+    parser.add_argument("--embedder", choices=["minilm", "fake"], default="minilm")
+    parser.add_argument("--out", type=Path, default=None, help="JSON file for the rows")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING, format="%(message)s")
+    rows = run(args.methods, args.sizes, args.embedder, args.queries, args.minilm_items, args.out)
+    print()
+    print(table(rows))
+
+
+if __name__ == "__main__":
+    main()
