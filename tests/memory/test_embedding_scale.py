@@ -350,3 +350,53 @@ def test_baseline_snapshot_load_embeds_only_queries_and_reembeds_for_another_emb
         got = changed.retrieve_batch([bquery(g, f"q{n}") for n, g in enumerate(goals)])
     assert "another-embedder" in caplog.text
     assert got == expected and len(other.texts) > len(goals)  # the stored texts, re-embedded
+
+
+# -- LangMem: the InMemoryStore's vectors in the snapshot -----------------------------------------
+def test_langmem_snapshot_puts_stored_vectors_back_without_embedding(tmp_path, caplog):
+    pytest.importorskip("langmem")
+    from baseline_helpers import episode
+    from baseline_helpers import query as bquery
+    from doubles import FakeLLM
+
+    from memarena.memory.langmem import LangMem
+
+    def memory_with(embedder, llm=None):
+        llm = llm or FakeLLM()
+        services = MemoryServices(llm_factory=lambda: llm, embedder_factory=lambda: embedder)
+        return LangMem(services=services, index_fields=["content.observation"])
+
+    def insert(*observations):
+        calls = [
+            {
+                "tool": "Episode",
+                "args": {"observation": o, "thoughts": "t", "action": "a", "result": "r"},
+            }
+            for o in observations
+        ]
+        return json.dumps({"calls": calls})
+
+    llm = FakeLLM([insert("v:1,0,0"), insert("v:0,1,0", "v:0,0.2,1")])
+    memory = memory_with(CountingEmbedder(), llm)
+    memory.observe_groups([[episode("v:1,0,0", True, "t0")], [episode("v:0,1,0", True, "t1")]])
+    memory.save(tmp_path)
+    blob = json.loads((tmp_path / "memory.json").read_text())
+    assert blob["state"]["vectors"]["rows"] == 3
+    assert blob["state"]["vectors"]["embedder"] == {"name": "fake-embedder", "dim": 3}
+    goals = ["v:0.9,0.1,0", "v:0.2,0.8,0", "v:0,0,1"]
+    expected = [memory.retrieve(bquery(g)) for g in goals]
+
+    embedder = CountingEmbedder()
+    loaded = memory_with(embedder)
+    loaded.load(tmp_path)
+    assert loaded.retrieve_batch([bquery(g) for g in goals]) == expected
+    assert embedder.calls == [goals]  # the queries, in one call; no stored item embedded
+
+    path = tmp_path / "memory.json"
+    del blob["state"]["vectors"]  # an older snapshot
+    path.write_text(json.dumps(blob))
+    old = CountingEmbedder()
+    again = memory_with(old)
+    again.load(tmp_path)
+    assert [again.retrieve(bquery(g)) for g in goals] == expected
+    assert len(old.texts) == 3 + 3

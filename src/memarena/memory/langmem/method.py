@@ -26,8 +26,10 @@ sees the store as it was when the wave began.
 Retrieval, once per task: ``store.search(namespace, query=<task goal>, limit=top_k)``, each
 item shown as ``When: / Thought: / Did: / Result:`` lines (:func:`.schema.render_episode`).
 
-Snapshot: the store's items (key, value) as JSON; loading puts them back (re-embedded with the
-same embedder, so searches answer as before).
+Snapshot: the store's items (key, value) as JSON and their embeddings (base64 float32 with the
+embedder's name and dim); loading puts the items back with those embeddings, so nothing is
+embedded again and searches answer as before (an older snapshot, or another embedder: the
+store embeds the items again as it puts them).
 """
 
 from __future__ import annotations
@@ -38,12 +40,15 @@ import logging
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import numpy as np
+
 from memarena.core import ConfigError, MemoryContext, MemoryQuery, Outcome, Trajectory
 from memarena.llm.base import plain
 from memarena.memory.episodic import ModalBaseline, Pair
 from memarena.memory.langmem import prompts
 from memarena.memory.langmem.schema import Episode, render_episode
 from memarena.memory.llm_calls import clip_text, record_fallback
+from memarena.memory.vectors import embedder_identity, pack, stored_matches, unpack
 
 log = logging.getLogger(__name__)
 
@@ -291,17 +296,52 @@ class LangMem(ModalBaseline):
         }
 
     def state_dict(self) -> dict[str, Any]:
+        """Items (key, value) as JSON, and the store's embedding of each (key, field path) as
+        one base64 float32 matrix with the embedder's name and dim (``vectors``)."""
         items = [{"key": item.key, "value": item.value} for item in self.items()]
-        return {**self.common_state(), "namespace": list(self.namespace), "items": items}
+        state = {**self.common_state(), "namespace": list(self.namespace), "items": items}
+        stored = getattr(self._store, "_vectors", None) if self._store is not None else None
+        if stored is not None and items:
+            where, rows = [], []
+            by_key = stored.get(tuple(self.namespace), {})
+            for item in items:
+                for path, vector in by_key.get(item["key"], {}).items():
+                    where.append([item["key"], path])
+                    rows.append(vector)
+            if rows:
+                identity = embedder_identity(self.services.embedder)
+                state["vectors"] = {"where": where, **pack(np.asarray(rows), identity)}
+        return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        """The items back in a fresh store. With the snapshot's ``vectors`` (same embedder),
+        the items are put unindexed and their stored embeddings set as the store keeps them
+        (``InMemoryStore._vectors[namespace][key][path]``), so nothing is embedded again;
+        otherwise (older snapshots, another embedder) the store embeds them as it puts them."""
         self.load_common_state(state)
         self._store = self._manager = None  # a fresh store (the manager writes to it)
+        items = state.get("items", [])
+        blob = state.get("vectors")
+        store = self.store
+        reuse = bool(
+            items
+            and blob
+            and isinstance(getattr(store, "_vectors", None), dict)
+            and stored_matches(blob.get("embedder") or {}, self.services.embedder, "LangMem")
+        )
         # one put per item, in order: InMemoryStore.batch misaligns embeddings when two puts of
         # one batch embed the same text (langgraph 1.2.24), and a small model does write
         # duplicate episodes
-        for item in state.get("items", []):
-            self.store.put(self.namespace, str(item["key"]), dict(item["value"]))
+        for item in items:
+            value = dict(item["value"])
+            if reuse:
+                store.put(self.namespace, str(item["key"]), value, index=False)
+            else:
+                store.put(self.namespace, str(item["key"]), value)
+        if reuse:
+            vectors = store._vectors[tuple(self.namespace)]
+            for (key, path), row in zip(blob["where"], unpack(blob), strict=True):
+                vectors[str(key)][str(path)] = [float(x) for x in row]
 
 
 def _run(coro: Any) -> Any:
