@@ -35,7 +35,13 @@ from memarena.core import (
     Trajectory,
 )
 from memarena.memory.llm_calls import clip_text, json_batch
-from memarena.memory.vectors import embedder_identity, stored_matches, top_k, unit_rows
+from memarena.memory.vectors import (
+    QueryEncoder,
+    embedder_identity,
+    stored_matches,
+    top_k,
+    unit_rows,
+)
 
 CHUNK = 256  # rows the embedding matrix grows by
 Pair = tuple[Trajectory, Outcome]  # one finished episode as the memory observes it
@@ -335,6 +341,17 @@ class ModalBaseline(MemoryMethod):
 
     def retrieve(self, query: MemoryQuery) -> MemoryContext:
         return self.retrieve_batch([query])[0]
+
+    def encode_queries(self, goals: list[str]) -> np.ndarray:
+        """The embeddings of a wave's task goals: one ``encode`` call for those not seen
+        before (a bounded LRU keeps the rest: the same test task comes back in every run)."""
+        encoder = getattr(self, "_query_encoder", None)
+        if encoder is None:
+            encoder = QueryEncoder(
+                lambda texts: self.services.embedder.encode(texts), normalize=False
+            )
+            self._query_encoder = encoder
+        return encoder(goals)
 
     def embedding_indexes(self) -> list[tuple[VectorIndex, Callable[[list[str]], list[str]]]]:
         """(index, the texts its ids were embedded from) of every index the method keeps."""

@@ -175,7 +175,7 @@ class AMem(ModalBaseline):
         self.verify_embeddings()
         if not queries or not self.notes or self.top_k == 0:
             return [MemoryContext.empty() for _ in queries]
-        vectors = self.services.embedder.encode([q.task.goal for q in queries])
+        vectors = self.encode_queries([q.task.goal for q in queries])
         return [self._context(v) for v in vectors]
 
     def select(self, vector: np.ndarray) -> list[str]:

@@ -241,7 +241,7 @@ class GenerativeAgents(ModalBaseline):
         self.verify_embeddings()
         if not queries or self.size() == 0 or self.top_k == 0:
             return [MemoryContext.empty() for _ in queries]
-        vectors = self.services.embedder.encode([q.task.goal for q in queries])
+        vectors = self.encode_queries([q.task.goal for q in queries])
         if self.mode == "parity":
             return self._parity(queries, vectors)
         out = []

@@ -163,7 +163,7 @@ class MemoryBank(ModalBaseline):
         self.verify_embeddings()
         if not queries or not self.tasks or self.top_k == 0:
             return [self._context([]) for _ in queries]
-        vectors = self.services.embedder.encode([q.task.goal for q in queries])
+        vectors = self.encode_queries([q.task.goal for q in queries])
         allowed = (lambda i: self.tasks[i].success) if self.mode == "parity" else None
         out = []
         for vector in vectors:

@@ -216,7 +216,7 @@ class MemRL(ModalBaseline):
         self.verify_embeddings()
         if not queries or not self.experiences or self.top_k == 0:
             return [MemoryContext.empty() for _ in queries]
-        vectors = self.services.embedder.encode([q.task.goal for q in queries])
+        vectors = self.encode_queries([q.task.goal for q in queries])
         return [self._context(q, v) for q, v in zip(queries, vectors, strict=True)]
 
     def candidates(self, vector: np.ndarray) -> list[tuple[str, float]]:

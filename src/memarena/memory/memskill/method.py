@@ -199,7 +199,7 @@ class MemSkill(ModalBaseline):
         k = self.top_k_eval if self.phase == "eval" else self.top_k
         if not queries or not len(self.memory) or k == 0:
             return [MemoryContext.empty() for _ in queries]
-        vectors = self.services.embedder.encode([q.task.goal for q in queries])
+        vectors = self.encode_queries([q.task.goal for q in queries])
         out = []
         for vector in vectors:
             ids = self.memory.search(vector, k)

@@ -140,7 +140,7 @@ class Voyager(ModalBaseline):
         self.verify_embeddings()
         if not queries or self.size() == 0 or self.top_k == 0:
             return [MemoryContext.empty() for _ in queries]
-        vectors = self.services.embedder.encode([q.task.goal for q in queries])
+        vectors = self.encode_queries([q.task.goal for q in queries])
         return [self._context(v) for v in vectors]
 
     def _context(self, vector: Any) -> MemoryContext:
