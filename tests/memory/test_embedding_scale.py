@@ -400,3 +400,34 @@ def test_langmem_snapshot_puts_stored_vectors_back_without_embedding(tmp_path, c
     again.load(tmp_path)
     assert [again.retrieve(bquery(g)) for g in goals] == expected
     assert len(old.texts) == 3 + 3
+
+
+def test_reme_admission_dedups_within_the_batch_and_embeds_each_key_once():
+    embedder = CountingEmbedder()
+    memory = ReMe(services=MemoryServices(embedder_factory=lambda: embedder), judge=False)
+    memory.begin_phase("eval")
+    first = Experience("", "v:1,0,0", "", task_query="v:0,0,1")
+    first.id = memory.pool.new_id()
+    memory.pool.add(first)
+    memory.pool.matrix("usage_scenario")
+    memory.pool.matrix("task_query")
+    memory.pool.matrix("content")
+    embedder.calls.clear()
+    candidates = [  # content = "<scenario>\n" parses as the scenario's vector
+        Experience("", "v:0,1,0", "", task_query="v:1,1,0"),
+        Experience("", "v:0,1,0.01", "", task_query="v:1,1,1"),  # duplicate of the one above
+        Experience("", "v:1,0,0.001", "", task_query="v:0,1,1"),  # duplicate of the stored one
+        Experience("", "v:0,0,1", "", task_query="v:1,0,1"),
+    ]
+    added = memory._admit(candidates)
+    assert [e.when_to_use for e in added] == ["v:0,1,0", "v:0,0,1"]
+    assert memory.counts["duplicates"] == 2 and len(memory.pool) == 3
+    # one call for the candidates' contents, then one per other built matrix
+    assert sorted(len(c) for c in embedder.calls) == [2, 2, 4]
+    for key in ("usage_scenario", "task_query", "content"):
+        assert np.allclose(memory.pool.matrix(key), _rebuilt(memory, key))
+
+
+def _rebuilt(memory: ReMe, key: str) -> np.ndarray:
+    rows = FakeEmbedder().encode([e.key_text(key) for e in memory.pool.items.values()])
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True)

@@ -144,6 +144,20 @@ class ExperiencePool:
                 row = self.embed([experience.key_text(key)])
             rows.append(row)
 
+    def add_many(self, experiences: list[Experience], content_vectors: np.ndarray) -> None:
+        """:meth:`add` of several experiences (with their content rows): each other built
+        matrix embeds the new texts in one call."""
+        if not experiences:
+            return
+        self._use_stored()
+        for experience in experiences:
+            self.items[experience.id] = experience
+        for key, rows in self._vectors.items():
+            if key == "content":
+                rows.append(np.asarray(content_vectors, dtype=np.float32))
+            else:
+                rows.append(self.embed([e.key_text(key) for e in experiences]))
+
     def remove(self, ids: Iterable[str]) -> None:
         drop = set(ids) & set(self.items)
         if not drop:

@@ -32,6 +32,8 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from memarena.core import (
     ChatRequest,
     ConfigError,
@@ -283,14 +285,18 @@ class ReMe(MemoryMethod):
             return []
         vectors = self.pool.embed([e.key_text("content") for e in candidates])
         self.pool.matrix("content")  # built before the additions, then kept in step
-        added = []
+        added, rows = [], []
         for experience, vector in zip(candidates, vectors, strict=True):
-            if self.pool.max_similarity(vector) >= self.dedup_threshold:
+            # against the pool and the candidates admitted before this one
+            best = max([self.pool.max_similarity(vector), *(float(r @ vector) for r in rows)])
+            if best >= self.dedup_threshold:
                 self.counts["duplicates"] += 1
                 continue
             experience.id = self.pool.new_id()
-            self.pool.add(experience, content_vector=vector)
             added.append(experience)
+            rows.append(vector)
+        if added:  # the other built matrices embed the new texts in one call
+            self.pool.add_many(added, np.stack(rows))
         self.counts["added"] += len(added)
         return added
 
