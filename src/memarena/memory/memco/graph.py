@@ -24,6 +24,8 @@ import re
 from typing import Any
 
 import networkx as nx
+import numpy as np
+from scipy import sparse
 
 from memarena.memory.memco.base import Transition
 from memarena.memory.memco.induction import normalize
@@ -75,6 +77,77 @@ def jaccard(a: set[str], b: set[str]) -> float:
     return len(a & b) / len(union) if union else 0.0
 
 
+class StateIndex:
+    """The graph's state nodes as arrays for anchor look-up: a sparse node x token matrix
+    gives every node's token overlap with a cue in one product (Jaccard from the overlap and
+    the two sizes), so a look-up does not visit every node. Rebuilt after a merge."""
+
+    def __init__(self, graph: nx.MultiDiGraph) -> None:
+        states = [(key, d) for key, d in graph.nodes(data=True) if d["type"] == STATE]
+        self.keys = [key for key, _ in states]
+        self.contents = [d["content"] for _, d in states]
+        self.position = {key: i for i, key in enumerate(self.keys)}
+        self._deltas: dict[str, list[dict[str, Any]]] = {}
+        self.visits = np.array([d["visits"] for _, d in states], dtype=np.int64)
+        order = sorted(range(len(states)), key=lambda i: (self.contents[i], self.keys[i]))
+        self.text_rank = np.empty(len(states), dtype=np.int64)
+        self.text_rank[order] = np.arange(len(states))
+        self.vocab: dict[str, int] = {}
+        rows = [[self.vocab.setdefault(t, len(self.vocab)) for t in tokens(c)]
+                for c in self.contents]  # fmt: skip
+        self.sizes = np.array([len(r) for r in rows], dtype=np.int64)
+        indptr = np.concatenate([[0], np.cumsum(self.sizes)]).astype(np.int64)
+        cols = np.array([c for r in rows for c in r], dtype=np.int64)
+        self.matrix = sparse.csr_matrix(
+            (np.ones(len(cols)), cols, indptr), shape=(len(rows), max(len(self.vocab), 1))
+        )
+
+    def ranked_deltas(self, graph: nx.MultiDiGraph, node: str) -> list[dict[str, Any]]:
+        """The transition entries (state-delta edges) leaving ``node`` in neighborhood order
+        (the anchor's state and similarity are the same for all of them), computed once."""
+        cached = self._deltas.get(node)
+        if cached is None:
+            state = graph.nodes[node]["content"]
+            cached = []
+            for _, target, relation, data in graph.out_edges(node, keys=True, data=True):
+                if relation.startswith(f"{DELTA}:"):
+                    cached.append({
+                        "state": state,
+                        "action": data["payload"]["action"],
+                        "next_state": graph.nodes[target]["content"],
+                        "count": data["count"],
+                        "progressed": data["progressed"],
+                        "stalled": data["stalled"],
+                        "labels": dict(data["labels"]),
+                        "success": data["success"],
+                        "similarity": 0.0,
+                    })  # fmt: skip
+            cached.sort(key=_neighborhood_order)
+            self._deltas[node] = cached
+        return cached
+
+    def similarities(self, query_tokens: set[str]) -> np.ndarray:
+        """Token Jaccard similarity of every state node with ``query_tokens``."""
+        ind = np.zeros(self.matrix.shape[1])
+        cols = [self.vocab[t] for t in query_tokens if t in self.vocab]
+        ind[cols] = 1.0
+        inter = self.matrix @ ind
+        union = self.sizes + len(query_tokens) - inter
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(union > 0, inter / union, 0.0)
+
+
+def _neighborhood_order(e: dict[str, Any]) -> tuple:
+    return (
+        -e["similarity"],
+        -e["progressed"] / max(e["count"], 1),
+        -e["count"],
+        e["state"],
+        e["action"],
+        e["next_state"],
+    )
+
+
 class LocalGraph:
     """One agent's merged graph ``G_i^l`` with anchor look-up and bounded neighborhoods."""
 
@@ -82,6 +155,12 @@ class LocalGraph:
         self.similarity_threshold = similarity_threshold
         self.graph = nx.MultiDiGraph()
         self.episodes: set[str] = set()
+        self._index: StateIndex | None = None
+
+    def state_index(self) -> StateIndex:
+        if self._index is None:
+            self._index = StateIndex(self.graph)
+        return self._index
 
     def add_episode(self, transitions: list[Transition], episode_id: str) -> bool:
         """LocalMerge one episode; an episode id already merged is skipped (returns False)."""
@@ -92,6 +171,7 @@ class LocalGraph:
         return True
 
     def merge(self, episodic: nx.MultiDiGraph) -> None:
+        self._index = None
         local_of: dict[str, str] = {}
         for nid, data in episodic.nodes(data=True):
             key = node_id(data["type"], data["content"])
@@ -123,56 +203,38 @@ class LocalGraph:
         """Up to ``k`` state nodes for a query cue: exact match first, then token Jaccard
         similarity at or above the threshold; best first, ties by visits then content."""
         query, query_tokens = normalize(state_cue), tokens(state_cue)
-        found = []
-        for key, data in self.graph.nodes(data=True):
-            if data["type"] != STATE:
-                continue
-            exact = data["content"] == query
-            sim = 1.0 if exact else jaccard(query_tokens, tokens(data["content"]))
-            if exact or sim >= self.similarity_threshold:
-                found.append((not exact, -sim, -data["visits"], data["content"], key, sim))
-        found.sort()
+        index = self.state_index()
+        sims = index.similarities(query_tokens)
+        hits = set(np.flatnonzero(sims >= self.similarity_threshold).tolist())
+        exact = index.position.get(node_id(STATE, query))
+        if exact is not None:
+            hits.add(exact)
+        if not hits:
+            return []
+        pos = np.array(sorted(hits), dtype=np.int64)
+        is_exact = pos == (exact if exact is not None else -1)
+        sim = np.where(is_exact, 1.0, sims[pos])
+        order = np.lexsort((index.text_rank[pos], -index.visits[pos], -sim, ~is_exact))
         return [
-            {"node": key, "state": content, "similarity": sim, "visits": -neg_visits}
-            for _, _, neg_visits, content, key, sim in found[: max(k, 0)]
-        ]
+            {"node": index.keys[i], "state": index.contents[i], "similarity": float(sim[j]),
+             "visits": int(index.visits[i])}
+            for j, i in ((j, int(pos[j])) for j in order[: max(k, 0)])
+        ]  # fmt: skip
 
     def neighborhood(
         self, state_cue: str, max_transitions: int = 8, k: int = 3
     ) -> list[dict[str, Any]]:
         """Bounded transition entries leaving the anchors of ``state_cue``, sorted by anchor
         similarity, progress rate, count, then state/action/next state."""
+        index = self.state_index()
+        limit = max(max_transitions, 0)
         entries = []
         for anchor in self.anchors(state_cue, k):
-            for _, target, relation, data in self.graph.out_edges(
-                anchor["node"], keys=True, data=True
-            ):
-                if not relation.startswith(f"{DELTA}:"):
-                    continue
-                entries.append(
-                    {
-                        "state": anchor["state"],
-                        "action": data["payload"]["action"],
-                        "next_state": self.graph.nodes[target]["content"],
-                        "count": data["count"],
-                        "progressed": data["progressed"],
-                        "stalled": data["stalled"],
-                        "labels": dict(data["labels"]),
-                        "success": data["success"],
-                        "similarity": anchor["similarity"],
-                    }
-                )
-        entries.sort(
-            key=lambda e: (
-                -e["similarity"],
-                -e["progressed"] / max(e["count"], 1),
-                -e["count"],
-                e["state"],
-                e["action"],
-                e["next_state"],
-            )
-        )
-        return entries[: max(max_transitions, 0)]
+            for data in index.ranked_deltas(self.graph, anchor["node"])[:limit]:
+                entries.append({**data, "state": anchor["state"],
+                                "similarity": anchor["similarity"]})  # fmt: skip
+        entries.sort(key=_neighborhood_order)
+        return entries[:limit]
 
     def sizes(self) -> dict[str, int]:
         return {

@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from memarena.core import ConfigError, MemoryContext, MemoryMethod, MemoryQuery, Outcome, Trajectory
+from memarena.memory.memco.compiled import CompiledPool, GlobalPools, Vocabs, retrieve_compiled
 from memarena.memory.memco.compose import compose, concat_context
 from memarena.memory.memco.global_memory import GlobalSnapshot, rebuild
 from memarena.memory.memco.graph import LocalGraph
@@ -150,8 +151,11 @@ class MemCo(MemoryMethod):
         self.global_memory = GlobalSnapshot(rule=promotion, alpha=self.alpha, threshold=threshold)
         self._dirty = False
         self._view: str | None = None
-        self._entries_cache: dict[str, PoolIndex] = {}
+        self._entries_cache: dict[str, PoolIndex] = {}  # reference path (ablation scorers)
         self._global_cache: PoolIndex | None = None
+        self._vocabs = Vocabs.new()
+        self._compiled: dict[str, CompiledPool] = {}  # fast path (facets scorer)
+        self._compiled_global: GlobalPools | None = None
 
     # -- memory construction (no LLM call) -------------------------------------------------
     def _observe(self, trajectory: Trajectory, outcome: Outcome) -> None:
@@ -174,6 +178,7 @@ class MemCo(MemoryMethod):
             roles=roles,
         )
         self._entries_cache.pop(task.domain, None)
+        self._compiled.pop(task.domain, None)
         self._dirty = True
 
     def rebuild_global(self) -> GlobalSnapshot:
@@ -186,6 +191,7 @@ class MemCo(MemoryMethod):
             rule=self.promotion,
         )
         self._global_cache = None
+        self._compiled_global = None
         self._dirty = False
         return self.global_memory
 
@@ -218,19 +224,42 @@ class MemCo(MemoryMethod):
             )
         return composed.to_context(SLOT)
 
-    def _select(self, query: MemoryQuery) -> tuple[DecisionQuery, Retrieved] | None:
+    def _select(
+        self, query: MemoryQuery, reference: bool = False
+    ) -> tuple[DecisionQuery, Retrieved] | None:
         """The decision query and ``S^l``, ``S^g`` (Eq. 7) of the view's agent; None when
-        neither source holds an entry."""
+        neither source holds an entry. The facets scorer runs on the compiled pools
+        (compiled.py); the ablation scorers, and ``reference=True``, on the entry-by-entry
+        reference path (retrieval.py), which gives the same selections."""
         agent = self._view if self._view is not None else query.task.domain
         local = self.locals.get(agent) if self.use_local else None
-        record_entries = self._record_entries(agent) if local is not None else PoolIndex()
-        global_entries = self._global_entries() if self.use_global else PoolIndex()
+        if self.settings.scorer != "facets":
+            reference = True
+        if reference:
+            record_entries = self._record_entries(agent) if local is not None else PoolIndex()
+            global_entries = self._global_entries() if self.use_global else PoolIndex()
+        else:
+            record_entries = self._compiled_records(agent) if local is not None else []
+            global_entries = self._compiled_globals() if self.use_global else []
         if not len(record_entries) and not len(global_entries):
             return None
         q = build_query(query, self.adapter)
         transitions = (
             local.graph.neighborhood(q.state, self.max_transitions) if local is not None else []
         )
+        if not reference:
+            s = self.settings
+            local_sel = (
+                retrieve_compiled(q, record_entries, s.k_local, s, self.adapter,
+                                  local_pool([], transitions))
+                if local is not None else []
+            )  # fmt: skip
+            global_sel = (
+                retrieve_compiled(q, global_entries.for_roles(q.roles), s.k_global, s,
+                                  self.adapter)
+                if len(global_entries) else []
+            )  # fmt: skip
+            return q, Retrieved(local_sel, global_sel)
         embedder = self.services.embedder if self.settings.scorer == "cosine" else None
         picked = retrieve_pools(
             q,
@@ -261,6 +290,21 @@ class MemCo(MemoryMethod):
             self._entries_cache[agent] = index_pool(local_pool(self.locals[agent].store, []))
         return self._entries_cache[agent]
 
+    def _compiled_records(self, agent: str) -> CompiledPool:
+        """The agent's records compiled to arrays, once per memory change."""
+        if agent not in self._compiled:
+            self._compiled[agent] = CompiledPool(
+                local_pool(self.locals[agent].store, []), self._vocabs
+            )
+        return self._compiled[agent]
+
+    def _compiled_globals(self) -> GlobalPools:
+        if self._compiled_global is None:
+            self._compiled_global = GlobalPools(
+                global_pool(self.global_memory), self._vocabs, self.adapter
+            )
+        return self._compiled_global
+
     def _global_entries(self) -> PoolIndex:
         if self._global_cache is None:
             self._global_cache = index_pool(global_pool(self.global_memory))
@@ -287,6 +331,7 @@ class MemCo(MemoryMethod):
         except ValueError as exc:
             raise ConfigError(f"memarena: MemCo snapshot: {exc}") from None
         self._entries_cache.clear()
+        self._compiled.clear()
         self.rebuild_global()  # with the current alpha / threshold / promotion rule
 
     def summary(self) -> dict[str, Any]:

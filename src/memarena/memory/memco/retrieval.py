@@ -526,9 +526,14 @@ def _similarities(
 
 def _dedupe_key(entry: Entry) -> tuple:
     """Equivalent entries: same support role, same (bound) steps, same condition content."""
-    steps = entry.bound_actions or entry.actions
-    cond = frozenset(content_tokens(entry.condition))
-    return (support_role(entry), steps, cond) if steps else (support_role(entry), norm(entry.text))
+    return dedupe_key(support_role(entry), entry.bound_actions or entry.actions, entry)
+
+
+def dedupe_key(role: str, steps: tuple[str, ...], entry: Entry) -> tuple:
+    """:func:`_dedupe_key` from an entry's support role and (bound) steps."""
+    if steps:
+        return (role, steps, frozenset(content_tokens(entry.condition)))
+    return (role, norm(entry.text))
 
 
 def _unavailable(
