@@ -56,6 +56,7 @@ from typing import Any
 
 from memarena.core.types import Trajectory
 from memarena.memory.memco.base import Feedback, Transition
+from memarena.memory.memco.query import norm
 from memarena.memory.memco.records import (
     ANTI_PATTERN_TYPES,
     CONTRADICT,
@@ -96,7 +97,7 @@ def build_transitions(
         before = step.progress
         next_state = normalize(state_cue(step.observation))
         transitions.append(
-            Transition(t, state, normalize(step.action), feedback, next_state, step.observation)
+            Transition(t, state, norm(step.action), feedback, next_state, step.observation)
         )
         state = next_state
     return transitions
