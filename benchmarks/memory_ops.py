@@ -14,8 +14,11 @@ For each method (its ``conf/method/<name>.yaml`` defaults, ``env=alfworld``) and
   request): the table's ``write path`` says ``observe + synthetic LLM`` and the time is the
   method's own work without LLM latency. LangMem's manager needs tool calls from the LLM, so
   its store is filled with ``store.put`` of the Episode items the manager would have written
-  (``store.put``). ``none`` and ``icl`` store nothing (``n/a``). ``amem`` runs in lite mode
-  (the full mode's note construction is LLM calls).
+  (``store.put``). G-Memory and EvoGraph-Mem write at store level too (``queries.add`` of each
+  task's query node, one insight per 5 tasks): their observe runs insight fine-tuning every 5
+  tasks and a clustering merge over all stored tasks every 20 (21 s for 1k tasks with the
+  synthetic LLM, over 6 minutes for 10k). ``none`` and ``icl`` store nothing (``n/a``).
+  ``amem`` runs in lite mode (the full mode's note construction is LLM calls).
 - retrieve: 200 held-out tasks' first-step queries through ``retrieve_batch`` in waves of 8
   (``protocol.concurrency``), as the runner asks at episode start, each query's time being its
   wave's time shared out; a step-granular method (MemCo) is asked per step through ``retrieve``
@@ -31,7 +34,8 @@ MiniLM, a text = the normalised mean of its words' vectors; ``vectors`` column `
 10k / 100k measurement times the memory operation, not 10^5 MiniLM encodes on 2 cores.
 ``--embedder fake`` (a seeded hash projection, no model) is for the tests.
 
-One process; a row is printed as soon as its (method, size) is measured. ``--out`` writes the
+One process; a row is printed as soon as its (method, size) is measured (a method that raises
+gets a row with the error, and the others go on). ``--out`` writes the
 rows as JSON.
 """
 
@@ -72,8 +76,8 @@ METHODS: dict[str, tuple[str, str]] = {
     "langmem": ("langmem", "store.put"),
     "memrl": ("memrl", "observe + synthetic LLM"),
     "memskill": ("memskill", "observe + synthetic LLM"),
-    "gmemory": ("gmemory", "observe + synthetic LLM"),
-    "evograph": ("evograph", "observe + synthetic LLM"),
+    "gmemory": ("gmemory", "queries.add + insights.add"),
+    "evograph": ("evograph", "queries.add + graph.add"),
     "memco": ("memco", "observe"),
     "reme": ("reme", "observe + synthetic LLM"),
 }
@@ -248,9 +252,41 @@ def write(memory: Any, method: str, pairs: list[tuple[Any, Any]]) -> None:
             value = {"kind": "Episode", "content": content}
             memory.store.put(memory.namespace, f"ep-{i:07d}", value)
         return
+    if method in ("gmemory", "evograph"):
+        graph_write(memory, method, pairs)
+        return
     chunk = max(1, int(getattr(memory, "acquisition_observe_tasks", 1) or 1))
     for start in range(0, len(pairs), chunk):
         memory.observe_groups([[pair] for pair in pairs[start : start + chunk]])
+
+
+def graph_write(memory: Any, method: str, pairs: list[tuple[Any, Any]]) -> None:
+    """G-Memory / EvoGraph-Mem: each task's query node (goal embedding, steps, status) straight
+    into the query graph, and one insight per 5 tasks (what the insight fine-tuning / the graph
+    controller would add), goals embedded 256 at a time."""
+    from memarena.memory.gmemory.query_graph import FAILED, RESOLVED, QueryNode
+
+    rng = random.Random(2)
+    for start in range(0, len(pairs), 256):
+        chunk = pairs[start : start + 256]
+        vectors = np.asarray(memory.services.embedder.encode([t.task.goal for t, _ in chunk]))
+        for (traj, out), vector in zip(chunk, vectors.astype(np.float32), strict=True):
+            node = QueryNode(
+                id=traj.task.id,
+                goal=traj.task.goal,
+                status=RESOLVED if out.success else FAILED,
+                domain=traj.task.domain,
+                initial=traj.initial_observation[:300],
+                steps=[(s.action, s.observation[:300]) for s in traj.steps],
+            )
+            memory.queries.add(node, vector)
+            memory.n_observed += 1
+            if memory.n_observed % 5 == 0:
+                insight = " ".join(rng.sample(WORDS, 10))
+                if method == "evograph":
+                    memory.graph.add(insight, traj.task.id)
+                else:
+                    memory.insights.add(insight, [traj.task.id])
 
 
 def queries(pairs: list[tuple[Any, Any]], step: bool, rng: random.Random) -> list[MemoryQuery]:
@@ -358,7 +394,13 @@ def run(
         print(table([]), flush=True)
     for size in sizes:
         for method in methods:
-            row = measure(method, size, items, n_queries, minilm_items)
+            try:
+                row = measure(method, size, items, n_queries, minilm_items)
+            except Exception as exc:  # one broken method does not end the table
+                log.exception("memory_ops: %s at %d items failed", method, size)
+                row = dict.fromkeys(COLUMNS, "-") | {"method": method, "size": size}
+                row["write path"] = f"error: {type(exc).__name__}: {exc}"[:120]
+            items.words = False
             rows.append(row)
             if echo:
                 print(table([row]).splitlines()[-1], flush=True)
