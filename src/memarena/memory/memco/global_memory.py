@@ -113,6 +113,16 @@ def _occurrence_parts(
         key = roles_key(roles_of(record))
         form = abstract_relation(adapter, *relation, key)
         return [] if form is None else [(form, record, key)]
+    if len(record.ledger) <= 1:  # one occurrence (most records): one form or none
+        episode = next(iter(record.ledger), "")
+        key = episode_keys.get(episode)
+        if key is None:
+            roles = log.roles.get(episode)
+            key = roles_key(roles_of(record) if roles is None else roles)
+            if roles is not None:
+                episode_keys[episode] = key
+        form = abstract_relation(adapter, *relation, key)
+        return [] if form is None else [(form, record, key)]
     own: RolesKey | None = None  # roles_of(record), for episodes the log holds no roles of
     forms: dict[RolesKey, AbstractForm | None] = {}
     groups: dict[str, tuple[AbstractForm, RolesKey, list[str]]] = {}
