@@ -45,6 +45,10 @@ negative rewards (invalid actions, no effect, thinking).
 is re-ranked or merged, and the only insights are a deterministic rule ("avoid <last failing
 action> when <goal>" for each drawn failed task), so the wiring can be tested without a model.
 
+Scale: ``retrieve_batch`` embeds the goals of a wave of episodes in one call (an LRU keeps goals
+already seen); the snapshot stores the query embeddings with the embedder's name and dim, and a
+load uses them unless another embedder is configured (then the goals are embedded again).
+
 Hooks for subclasses (EvoGraph-Mem): :meth:`insight_queries` (the tasks whose support ranks the
 insights) and :meth:`select_insights` pick the insights shown at retrieval; :meth:`after_task`
 runs at the end of every observation with the insight ids shown for that task (``self.shown``);

@@ -22,6 +22,11 @@ successful tasks only, ``full`` every task; ``reflection`` retries a failed task
 ``max_reflections`` (3) times with the summarizer's lessons, which join the pool only when a
 retry succeeds. Retries are never counted in the metrics.
 
+Scale: the task queries of a wave of episodes are embedded in one call (``retrieve_batch``;
+an LRU keeps goals already seen) and scored against the pool in one matrix product; the
+snapshot stores the pool's retrieval-key and content embeddings, so a load embeds nothing
+(:mod:`memarena.memory.reme.experience`).
+
 Every LLM answer is JSON-schema constrained; a malformed one adds nothing and is counted in
 ``memory_fallbacks`` (and on the backbone's usage). Nothing here depends on the benchmark.
 """
