@@ -27,11 +27,12 @@ For each method (its ``conf/method/<name>.yaml`` defaults, ``env=alfworld``) and
 - save / load: ``save`` (``state_dict`` -> ``memory.json``, the snapshot code) and ``load`` of
   that file into a fresh instance (``load_state_dict``), timed separately.
 
-Embeddings: queries always go through the embedded MiniLM (``conf/embedder/minilm.yaml``).
-Stored items go through it too up to ``--minilm-items`` items (default 2000); beyond that their
-vectors are composed from MiniLM vectors of their words (each distinct word embedded once with
-MiniLM, a text = the normalised mean of its words' vectors; ``vectors`` column ``words``), so a
-10k / 100k measurement times the memory operation, not 10^5 MiniLM encodes on 2 cores.
+Embeddings: up to ``--minilm-items`` items (default 2000) every text, stored or queried, goes
+through the embedded MiniLM (``conf/embedder/minilm.yaml``). Beyond that, vectors are composed
+from MiniLM vectors of words (each distinct word embedded once with MiniLM, a text = the
+normalised mean of its words' vectors; ``vectors`` column ``words``), for items and queries
+alike (one geometry, so similarity thresholds behave), so a 10k / 100k measurement times the
+memory operation, not 10^5 MiniLM encodes on 2 cores (nor MiniLM's ~10 ms per query).
 ``--embedder fake`` (a seeded hash projection, no model) is for the tests.
 
 One process; a row is printed as soon as its (method, size) is measured (a method that raises
@@ -91,7 +92,8 @@ WORDS = ("check the receptacle before taking the object then move it to the dest
 
 # -- the synthetic memory LLM -----------------------------------------------------------------
 class SyntheticLLM:
-    """Answers every request at once: a varied value valid for its JSON schema, the first of its
+    """Answers every request at once: a varied value valid for its JSON schema (strings: 8
+    words drawn from the request's last message, so answers follow the task), the first of its
     choices, else a short sentence. Numbers are drawn in their range (importance ratings vary);
     EvoGraph's controller keeps the shown insights and adds one; a judge accepts."""
 
@@ -101,11 +103,15 @@ class SyntheticLLM:
         self.rng = random.Random(seed)
         self.usage = Usage()
         self.n = 0
+        self.vocab: list[str] = list(WORDS)  # words of the request being answered
 
     def generate(self, requests: list[Any]) -> list[Completion]:
         out = []
         for request in requests:
             self.n += 1
+            last = request.messages[-1] if request.messages else ""
+            content = last.get("content", "") if isinstance(last, dict) else str(last)
+            self.vocab = re.findall(r"[a-z]{3,}\d*", str(content).lower())[:400] or WORDS
             if getattr(request, "json_schema", None) is not None:
                 text = json.dumps(self._answer(request.json_schema))
             elif getattr(request, "choices", None):
@@ -118,7 +124,7 @@ class SyntheticLLM:
         return out
 
     def _text(self, limit: int) -> str:
-        words = " ".join(self.rng.choice(WORDS) for _ in range(8))
+        words = " ".join(self.rng.choice(self.vocab) for _ in range(8))
         return f"{words} ({self.n}.{self.rng.randrange(10**6)})"[: max(1, limit)]
 
     def _value(self, schema: dict) -> Any:
@@ -341,10 +347,8 @@ def measure(
     memory.begin_phase("eval")
     views = memory.eval_views()
     memory.set_view(views[0])
-    embedder.words = False  # queries: the real embedder
     qs = queries(held_out, memory.granularity == "step", random.Random(1))
-    times, hit = retrieve_times(memory, qs)
-    embedder.words = size > minilm_items
+    times, hit = retrieve_times(memory, qs)  # queries embedded as the items (one geometry)
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
         memory.save(Path(tmp))
