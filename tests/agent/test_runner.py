@@ -408,6 +408,19 @@ def test_record_prompts_keeps_each_steps_messages_and_shown_memory(record):
     assert "hint 2" in second[3]["content"] and "n=1" in second[3]["content"]
 
 
+def test_record_memory_keeps_each_steps_memory_text_without_the_prompt():
+    env, memory = CountEnv(), QueryLog()
+    runner = EpisodeRunner(
+        env, as_policy(RecordingBackbone()), memory,
+        RunnerSettings(concurrency=1, record_memory=True), progress_bar=False,
+    )  # fmt: skip
+    (result,) = runner.run([env.tasks("test")[1]])
+    steps = result.trajectory.to_dict()["steps"]
+    assert [s["memory"] for s in steps] == [{"m": "hint 1"}, {"m": "hint 2"}]
+    assert [s["memory_ids"] for s in steps] == [["m0"], ["m1"]]
+    assert all("prompt" not in s for s in steps)
+
+
 def test_single_format_shows_only_the_steps_own_memory():
     env, memory = CountEnv(), QueryLog()
     runner = EpisodeRunner(

@@ -542,3 +542,7 @@ def test_step_memory_reads_the_prompt():
     assert mf.step_memory(step) == GMEM_MEMORY
     assert mf.step_memory({"prompt": [{"role": "user", "content": "no memory"}]}) == ""
     assert mf.step_memory({"action": "look"}) == mf.NO_PROMPTS
+    # protocol.record_memory: the recorded slots, whatever the prompt holds
+    recorded = {"memory": {"memco": " Decision Summary: go to sinkbasin 1 ", "empty": ""},
+                "prompt": [{"role": "user", "content": "no memory"}]}  # fmt: skip
+    assert mf.step_memory(recorded) == "Decision Summary: go to sinkbasin 1"

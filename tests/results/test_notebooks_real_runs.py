@@ -456,6 +456,12 @@ def check_memco_fig6(tree: Path, out: Path) -> None:
         runs = [[st["action"] for st in e["trajectory"]["steps"]] for e in eps
                 if e["task_id"] == task and e.get("trajectory")]  # fmt: skip
         assert list(steps.sort_values("step")["action"]) in runs, (panel, method, task)
+        # the memory column is each step's recorded memory (protocol.record_memory=true)
+        shown = {"\n\n".join(t.strip() for t in st["memory"].values() if t.strip())
+                 for e in eps if e["task_id"] == task and e.get("trajectory")
+                 for st in e["trajectory"]["steps"]}  # fmt: skip
+        assert set(steps["memory"]) <= shown, (panel, method, task)
+    assert (case.loc[case["method"] == "memco", "memory"] != "").any()
 
 
 def memco_pddl_state(tree: Path) -> dict:

@@ -74,6 +74,7 @@ class RunnerSettings:
     seed: int = 0
     max_failed_batches: int = 3  # consecutive all-failed steps before the run stops
     record_prompts: bool = False  # keep each step's messages in its Step (protocol.record_prompts)
+    record_memory: bool = False  # keep each step's memory text and ids (protocol.record_memory)
     prompt_format: str = "conversation"  # or "single" (see memarena.agent.prompts)
     tool_calls: str = "native"  # tool-calling envs: "native" where the backbone takes tools; "text"
 
@@ -381,6 +382,7 @@ class EpisodeRunner:
                 ended.append(item)
                 continue
             item.invalid_replies += _unreadable(completion, action, result)
+            recorded = self.s.record_prompts or self.s.record_memory
             item.trajectory.steps.append(
                 Step(
                     action=action,
@@ -391,7 +393,8 @@ class EpisodeRunner:
                     raw_output=completion.text,
                     admissible_actions=item.observation.admissible_actions,
                     prompt=decision.request.messages if self.s.record_prompts else None,
-                    memory_ids=list(item.memory.memory_ids) if self.s.record_prompts else None,
+                    memory_ids=list(item.memory.memory_ids) if recorded else None,
+                    memory=dict(item.memory.slots) if self.s.record_memory else None,
                 )
             )
             item.observation = result.observation

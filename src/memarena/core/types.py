@@ -78,9 +78,12 @@ class Step:
     raw_output: str = ""
     admissible_actions: list[str] | None = None
     # with ``protocol.record_prompts``: the chat messages the agent was given for this step and
-    # the ids of the memory entries they showed (None otherwise, and then left out of the record)
+    # the ids of the memory entries they showed (None otherwise, and then left out of the record);
+    # with ``protocol.record_memory``: the ids and the memory text itself (slot -> text), without
+    # the rest of the prompt
     prompt: list[dict[str, Any]] | None = None
     memory_ids: list[str] | None = None
+    memory: dict[str, str] | None = None
 
 
 @dataclass
@@ -93,7 +96,7 @@ class Trajectory:
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         for step in out["steps"]:
-            for key in ("prompt", "memory_ids"):
+            for key in ("prompt", "memory_ids", "memory"):
                 if step.get(key) is None:
                     step.pop(key, None)
         return out

@@ -176,6 +176,7 @@ def build(
         seed=cfg.seed,
         max_failed_batches=protocol.max_failed_batches,
         record_prompts=protocol.record_prompts,
+        record_memory=protocol.record_memory,
         prompt_format=protocol.prompt_format,
         tool_calls=protocol.tool_calls,
     )

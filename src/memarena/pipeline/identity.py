@@ -38,6 +38,7 @@ NOT_RESULT = (
     "protocol.retry_errors",
     "protocol.max_failed_batches",
     "protocol.record_prompts",
+    "protocol.record_memory",
 )
 # key names (last component) that set speed or bookkeeping, wherever they stand
 NOT_RESULT_LEAVES = frozenset(

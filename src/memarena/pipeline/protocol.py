@@ -48,6 +48,7 @@ class ProtocolSettings:
     retry_errors: bool = True
     max_failed_batches: int = 3
     record_prompts: bool = False
+    record_memory: bool = False
 
     def __post_init__(self) -> None:
         hints = typing.get_type_hints(type(self))

@@ -30,16 +30,16 @@ MISSING = {
     "fig1bc": "no ALFWorld runs of MemCo Table 1 under RESULTS_DIR; run "
     "experiment=memco_table1_alfworld",
     "fig6": "no ALFWorld MemCo and G-Memory runs of Table 1 with a common familiar task under "
-    "RESULTS_DIR; run experiment=memco_table1_alfworld method=gmemory,memco "
-    "protocol.record_prompts=true",
+    "RESULTS_DIR; run experiment=memco_table1_alfworld method=gmemory,memco (it records each "
+    "step's memory: protocol.record_memory=true)",
     "appJ": "no saved MemCo PDDL memory snapshot under RESULTS_DIR; run "
     "experiment=memco_table1_pddl method=memco",
 }
-NO_PROMPTS = "(prompt not recorded: protocol.record_prompts=true)"
+NO_PROMPTS = "(memory not recorded: protocol.record_memory=true)"
 NO_PROMPTS_NOTE = (
-    "Figure 6: these episodes hold no prompts, so the memory shown at each step is unknown; "
-    "rerun experiment=memco_table1_alfworld method=gmemory,memco with "
-    "protocol.record_prompts=true to see it"
+    "Figure 6: these episodes hold neither the memory nor the prompt of each step, so the "
+    "memory shown is unknown; rerun experiment=memco_table1_alfworld method=gmemory,memco with "
+    "protocol.record_memory=true (its default) to see it"
 )
 
 
@@ -112,10 +112,14 @@ def read_episodes(run_dir: str | Path) -> list[EpisodeRecord]:
 
 
 def step_memory(step: dict[str, Any]) -> str:
-    """The memory in view when the model chose ``step``'s action: the memory sections
+    """The memory in view when the model chose ``step``'s action: the recorded memory slots
+    (``protocol.record_memory``), else the memory sections
     (:func:`memarena.results.viewer.memory_spans`) of the last prompt message that holds one
     (a per-step memory sits in the newest user message, a per-task one in the first), joined by
     a blank line; "" when the prompt shows none; :data:`NO_PROMPTS` when it was not recorded."""
+    memory = step.get("memory")
+    if memory is not None:  # protocol.record_memory: the slots' texts as shown
+        return "\n\n".join(text.strip() for text in memory.values() if text.strip())
     prompt = step.get("prompt")
     if not prompt:
         return NO_PROMPTS
