@@ -35,9 +35,9 @@ alike (one geometry, so similarity thresholds behave), so a 10k / 100k measureme
 memory operation, not 10^5 MiniLM encodes on 2 cores (nor MiniLM's ~10 ms per query).
 ``--embedder fake`` (a seeded hash projection, no model) is for the tests.
 
-One process; a row is printed as soon as its (method, size) is measured (a method that raises
-gets a row with the error, and the others go on). ``--out`` writes the
-rows as JSON.
+One process; a row is printed as soon as its (method, size) is measured (a method that raises,
+or runs past ``--time-limit`` seconds, gets a row saying so, and the others go on). ``--out``
+writes the rows as JSON.
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ import json
 import logging
 import random
 import re
+import signal
 import sys
 import tempfile
 import time
@@ -383,6 +384,25 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+class time_limit:  # noqa: N801  (a context manager used like a function)
+    """``TimeoutError`` after ``seconds`` of one (method, size) measurement (0: no limit)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = float(seconds)
+
+    def __enter__(self) -> None:
+        if self.seconds > 0:
+            signal.signal(signal.SIGALRM, self._expire)
+            signal.setitimer(signal.ITIMER_REAL, self.seconds)
+
+    def _expire(self, *_: Any) -> None:
+        raise TimeoutError(f"not done after {self.seconds:.0f} s")
+
+    def __exit__(self, *_: Any) -> None:
+        if self.seconds > 0:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+
+
 def run(
     methods: list[str],
     sizes: list[int],
@@ -391,6 +411,7 @@ def run(
     minilm_items: int = 2000,
     out: Path | None = None,
     echo: bool = True,
+    limit_s: float = 0.0,
 ) -> list[dict[str, Any]]:
     items = ItemEmbedder(base_embedder(embedder))
     rows: list[dict[str, Any]] = []
@@ -399,11 +420,13 @@ def run(
     for size in sizes:
         for method in methods:
             try:
-                row = measure(method, size, items, n_queries, minilm_items)
-            except Exception as exc:  # one broken method does not end the table
-                log.exception("memory_ops: %s at %d items failed", method, size)
+                with time_limit(limit_s):
+                    row = measure(method, size, items, n_queries, minilm_items)
+            except Exception as exc:  # one broken or too slow method does not end the table
+                if not isinstance(exc, TimeoutError):
+                    log.exception("memory_ops: %s at %d items failed", method, size)
                 row = dict.fromkeys(COLUMNS, "-") | {"method": method, "size": size}
-                row["write path"] = f"error: {type(exc).__name__}: {exc}"[:120]
+                row["write path"] = f"{METHODS[method][1]}: {type(exc).__name__}: {exc}"[:120]
             items.words = False
             rows.append(row)
             if echo:
@@ -426,9 +449,13 @@ def main() -> None:
     )
     parser.add_argument("--embedder", choices=["minilm", "fake"], default="minilm")
     parser.add_argument("--out", type=Path, default=None, help="JSON file for the rows")
+    parser.add_argument(
+        "--time-limit", type=float, default=0.0, help="seconds per (method, size); 0: no limit"
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
-    rows = run(args.methods, args.sizes, args.embedder, args.queries, args.minilm_items, args.out)
+    rows = run(args.methods, args.sizes, args.embedder, args.queries, args.minilm_items, args.out,
+               limit_s=args.time_limit)  # fmt: skip
     print()
     print(table(rows))
 
