@@ -280,7 +280,6 @@ def rebuild(
             episode_keys: dict[str, RolesKey] = {}
             name = str(agent)
             for record in store:
-                progress.update()
                 if not record.shareable:
                     continue
                 diag["shareable"] += 1
@@ -293,6 +292,7 @@ def rebuild(
                         agg = groups[form.key] = _Aggregate(form)
                     agg.count(name, part)
                     agg.pending.add((record.text, roles))
+            progress.update(len(store))
         progress.close()
         return _promote(snap, groups, adapter)
 
@@ -322,11 +322,36 @@ def rebuild_reference(
                 diag["kept_local"] += 1
             for form, part in parts:
                 groups.setdefault(form.key, _Aggregate(form)).add(str(agent), part, form)
-    return _promote(snap, groups, adapter)
+    return _promote(snap, groups, adapter, _failed_check)
+
+
+_CHECKED: dict[str, str] = {}  # global key -> the failed check's counter ("" = both hold)
+
+
+def _failed_check(form: AbstractForm) -> str:
+    """``"failed_structure"``, ``"failed_information"`` or ``""`` (``A_str`` and ``A_info``
+    hold)."""
+    if not structural(form):
+        return "failed_structure"
+    return "" if informative(form) else "failed_information"
+
+
+def _check_cached(form: AbstractForm) -> str:
+    """:func:`_failed_check` memoised by global key (both checks read only the relation the key
+    identifies)."""
+    failed = _CHECKED.get(form.key)
+    if failed is None:
+        if len(_CHECKED) >= 1 << 19:
+            _CHECKED.clear()
+        failed = _CHECKED[form.key] = _failed_check(form)
+    return failed
 
 
 def _promote(
-    snap: GlobalSnapshot, groups: dict[str, _Aggregate], adapter: RoleAdapter
+    snap: GlobalSnapshot,
+    groups: dict[str, _Aggregate],
+    adapter: RoleAdapter,
+    check: Callable[[AbstractForm], str] = _check_cached,
 ) -> GlobalSnapshot:
     """``A_str``, ``A_info`` and the promotion score per aggregate; the passing ones merged."""
     diag = snap.diagnostics
@@ -334,11 +359,9 @@ def _promote(
     promoted = []
     for key in sorted(groups):
         agg = groups[key]
-        if not structural(agg.form):
-            diag["failed_structure"] += 1
-            continue
-        if not informative(agg.form):
-            diag["failed_information"] += 1
+        failed = check(agg.form)
+        if failed:
+            diag[failed] += 1
             continue
         score = promotion_score(agg.n_pos, agg.n_neg, snap.rule, snap.alpha)
         if score < snap.threshold:
