@@ -426,7 +426,12 @@ def run(
                 if not isinstance(exc, TimeoutError):
                     log.exception("memory_ops: %s at %d items failed", method, size)
                 row = dict.fromkeys(COLUMNS, "-") | {"method": method, "size": size}
-                row["write path"] = f"{METHODS[method][1]}: {type(exc).__name__}: {exc}"[:120]
+                why = (
+                    f"not done in {limit_s:.0f} s"
+                    if isinstance(exc, TimeoutError)
+                    else f"{type(exc).__name__}: {exc}"
+                )
+                row["write path"] = f"{METHODS[method][1]} ({why})"[:120]
             items.words = False
             rows.append(row)
             if echo:
