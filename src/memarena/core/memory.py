@@ -79,6 +79,7 @@ from pathlib import Path
 from typing import Any
 
 from memarena.core.errors import ConfigError, MemoryFrozenError
+from memarena.core.gc_pause import gc_paused
 from memarena.core.progress import heartbeat
 from memarena.core.protocols import Backbone, Embedder
 from memarena.core.types import MemoryContext, MemoryQuery, Outcome, Trajectory
@@ -262,9 +263,11 @@ class MemoryMethod:
     def save(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
         blob = {"method": self.name, "schema_version": self.schema_version}
-        blob["state"] = self.state_dict()
+        with gc_paused():  # a large memory: collections would walk it on every allocation
+            blob["state"] = self.state_dict()
+            text = json.dumps(blob, ensure_ascii=False)
         tmp = directory / (SNAPSHOT_FILE + ".tmp")
-        tmp.write_text(json.dumps(blob, ensure_ascii=False))
+        tmp.write_text(text)
         tmp.replace(directory / SNAPSHOT_FILE)
 
     def load(self, directory: Path) -> None:
@@ -273,7 +276,8 @@ class MemoryMethod:
             raise ConfigError(f"no memory snapshot at {path}; run acquisition first")
         megabytes = round(path.stat().st_size / 1e6, 1)
         with heartbeat(f"loading the {self.name} memory snapshot", megabytes, unit="MB"):
-            self._load_blob(path, directory)
+            with gc_paused():
+                self._load_blob(path, directory)
 
     def _load_blob(self, path: Path, directory: Path) -> None:
         try:

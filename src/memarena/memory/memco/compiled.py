@@ -27,10 +27,8 @@ scorers ``cosine`` / ``bm25`` keep the reference path.
 from __future__ import annotations
 
 import bisect
-import gc
 from collections import OrderedDict
 from collections.abc import Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from types import SimpleNamespace
@@ -39,6 +37,7 @@ from typing import Any
 import numpy as np
 from scipy import sparse
 
+from memarena.core.gc_pause import gc_paused
 from memarena.memory.memco.base import Entry, RoleAdapter
 from memarena.memory.memco.query import DecisionQuery, norm, tokens
 from memarena.memory.memco.retrieval import (
@@ -129,19 +128,6 @@ def _indicator(ids: Sequence[int], size: int) -> np.ndarray:
     return out
 
 
-@contextmanager
-def _gc_paused():
-    """The cyclic garbage collector paused (a memory of many thousand records makes every
-    collection slow; compiling allocates no cycles)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 class CompiledPool:
     """One source's entries as arrays, grounded (global: under one roles assignment)."""
 
@@ -152,7 +138,7 @@ class CompiledPool:
         roles: dict[str, str] | None = None,
         adapter: RoleAdapter | None = None,
     ) -> None:
-        with _gc_paused():  # many small objects at once: collections would dominate
+        with gc_paused():  # many small objects at once: collections would dominate
             self._compile(entries, vocabs, roles, adapter)
 
     def _compile(

@@ -22,12 +22,11 @@ both give the same snapshot (tests/memory/test_memco_rebuild_speed.py).
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from memarena.core.gc_pause import gc_paused
 from memarena.core.progress import Progress
 from memarena.memory.memco.abstraction import (
     AbstractForm,
@@ -231,21 +230,6 @@ def global_merge(memory: dict[str, GlobalRecord], promoted: list[GlobalRecord]) 
         memory[record.key] = record
 
 
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """The cyclic garbage collector off for one rebuild: the rebuild allocates ~10^5 forms,
-    tuples and aggregates (none in a reference cycle) over a heap that holds every agent's
-    records and logs, and each collection the allocations trigger walks that heap (about half
-    of a cold 10k-episode rebuild's time)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def _default_adapter(adapter: RoleAdapter | None) -> RoleAdapter:
     if adapter is None:
         from memarena.memory.memco.roles import GENERIC
@@ -274,7 +258,7 @@ def rebuild(
     groups: dict[str, _Aggregate] = {}
     progress = Progress(sum(len(s) for s in local_stores.values()), "memco global rebuild",
                         unit="records")  # fmt: skip
-    with _gc_paused():
+    with gc_paused():
         for agent, store in local_stores.items():
             log = getattr(store, "occurrences", None)
             episode_keys: dict[str, RolesKey] = {}
