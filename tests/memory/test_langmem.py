@@ -317,3 +317,41 @@ def test_snapshot_roundtrip(tmp_path):
         assert again.retrieve(query(goal)) == memory.retrieve(query(goal))
     assert again.metrics() == memory.metrics() and again.clock == 2
     assert again.token_usage == memory.token_usage
+
+
+def test_the_search_index_returns_what_the_store_search_returns():
+    """SearchIndex (one matrix, built once per store change) against InMemoryStore.search on a
+    store with two embedded fields per item, tied vectors, a zero vector and unembedded items."""
+    import random
+
+    from langchain_core.embeddings import Embeddings
+
+    from memarena.memory.langmem.store import SearchIndex, new_store
+
+    class Table(Embeddings):
+        def __init__(self):
+            self.rng, self.known = random.Random(4), {}
+
+        def embed_documents(self, texts):
+            return [self.embed_query(t) for t in texts]
+
+        def embed_query(self, text):
+            if text not in self.known:  # a few texts share a vector: tied scores
+                seed = text if not text.startswith("tie") else "tie"
+                rng = random.Random(seed)
+                self.known[text] = [rng.choice([0.0, 1.0, -1.0, 0.5]) for _ in range(4)]
+            return self.known[text]
+
+    ns = ("memories", "test")
+    store = new_store(Table(), 4, ["a", "b"])
+    for i in range(60):
+        a = f"tie{i}" if i % 7 == 0 else f"a{i % 23}"
+        store.put(ns, f"k{i:02d}", {"a": a, "b": f"b{i % 11}"}, index=None if i % 9 else False)
+    store.put(ns, "zero", {"a": "zero"}, index=False)
+    store._vectors[ns]["zero"] = {"a": [0.0, 0.0, 0.0, 0.0]}
+    store.put(("other",), "x", {"a": "a1"})  # another namespace: not a candidate
+    index, table = SearchIndex(store, ns), store.embeddings
+    for q in ["a1", "a5", "tie3", "b2", "nothing", "a22"]:
+        for k in (1, 3, 10, 70):
+            expected = [item.key for item in store.search(ns, query=q, limit=k)]
+            assert [item.key for item in index.search(table.embed_query(q), k)] == expected

@@ -129,6 +129,7 @@ class LangMem(ModalBaseline):
         self.max_items, self.observation_chars = int(max_items), int(observation_chars)
         self.max_tokens, self.temperature = int(max_tokens), float(temperature)
         self._store: Any = None
+        self._index: Any = None  # store.SearchIndex: the store's vectors, rebuilt per change
         self._manager: Any = None
         self._embeddings: Any = None
         self._bridge: Any = None
@@ -203,6 +204,7 @@ class LangMem(ModalBaseline):
 
         with deterministic_ids():
             results = _run(self._wave(work))
+        self._index = None  # the manager wrote to the store
         self.counts["observed"] += len(work)
         for puts in results:
             for put in puts:
@@ -264,9 +266,13 @@ class LangMem(ModalBaseline):
         if not queries or self.top_k == 0 or self._store is None:
             return [MemoryContext.empty() for _ in queries]
         goals = [q.task.goal for q in queries]
+        if self._index is None:
+            from memarena.memory.langmem.store import SearchIndex
+
+            self._index = SearchIndex(self._store, tuple(self.namespace))
         with self._embeddings.primed(goals):  # one encode for the batch's queries
-            hits = [self._store.search(self.namespace, query=g, limit=self.top_k) for g in goals]
-        return [self._context(found) for found in hits]
+            vectors = [self._embeddings.embed_query(g) for g in goals]
+        return [self._context(self._index.search(v, self.top_k)) for v in vectors]
 
     def _context(self, found: list[Any]) -> MemoryContext:
         shown = [(item.key, render_episode(item.value)) for item in found]
@@ -320,6 +326,7 @@ class LangMem(ModalBaseline):
         otherwise (older snapshots, another embedder) the store embeds them as it puts them."""
         self.load_common_state(state)
         self._store = self._manager = None  # a fresh store (the manager writes to it)
+        self._index = None
         items = state.get("items", [])
         blob = state.get("vectors")
         store = self.store
