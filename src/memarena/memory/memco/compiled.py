@@ -30,7 +30,6 @@ import bisect
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from types import SimpleNamespace
 from typing import Any
 
@@ -58,7 +57,7 @@ from memarena.memory.memco.retrieval import (
     score_entries,
     support_role,
 )
-from memarena.memory.memco.roles import GenericAdapter, _norm, abstract_cached
+from memarena.memory.memco.roles import GenericAdapter, abstract_cached, bound_abstract
 
 ROLES_CACHE = 16  # grounded global pools kept (one per roles assignment, i.e. per task)
 
@@ -155,6 +154,7 @@ class CompiledPool:
         stub = SimpleNamespace(roles=dict(roles or {}))
         is_global = np.array([e.source == "global" for e in entries], dtype=bool)
         self.is_global = is_global
+        self.has_global = bool(is_global.any())
         kinds = [e.kind for e in entries]
         self.plan = np.array([k in PLAN_KINDS for k in kinds], dtype=bool)
         self.condact = np.array([k in COND_ACTION_KINDS for k in kinds], dtype=bool)
@@ -198,7 +198,6 @@ class CompiledPool:
                     mat[i, j] = v.actions.add(s)
         self.step_ids = mat
         n_act = len(v.actions)
-        self.n_action_cols = n_act
         self.any_step = _columns([[a for a in r if a >= 0] for r in mat.tolist()], n_act)
         self.later_step = _columns([[a for a in r[1:] if a >= 0] for r in mat.tolist()], n_act)
         self.first = mat[:, 0] if n else np.zeros(0, dtype=np.int64)
@@ -239,7 +238,6 @@ class CompiledPool:
         self.facts_m = _columns(fact_rows, len(v.facts))
         self.ct_m = _columns(ct_rows, len(v.tokens))
         self.gt_m = _columns(g_rows, len(v.tokens))
-        self.n_tok_cols = len(v.tokens)
         self.n_fact_cols = len(v.facts)
         # recorded roles (local records): role -> entity id per row (-1: not recorded)
         self.recorded: dict[str, np.ndarray] = {}
@@ -277,13 +275,19 @@ class CompiledPool:
 
     # ------------------------------------------------------------------ per step
 
-    def candidate_rows(self, q: DecisionQuery, adapter: RoleAdapter | None) -> np.ndarray:
+    def abstracted(self, q: DecisionQuery, adapter: RoleAdapter | None) -> set[str] | None:
+        """The role-level forms of the admissible actions (the keys of global rows); None
+        without global rows, an adapter or an action list."""
+        if q.admissible is None or adapter is None or not self.has_global:
+            return None
+        roles = tuple(sorted(q.roles.items()))
+        return {a for a in (abstract_cached(adapter, x, roles) for x in q.admissible) if a}
+
+    def candidate_rows(self, q: DecisionQuery, abstracted: set[str] | None) -> np.ndarray:
         if q.admissible is None:
             return np.arange(self.n, dtype=np.int64)
         keys = set(q.admissible) | ({q.last_failed} if q.last_failed else set())
-        if adapter is not None and self.is_global.any():
-            roles = tuple(sorted(q.roles.items()))
-            keys |= {a for a in (abstract_cached(adapter, x, roles) for x in q.admissible) if a}
+        keys |= abstracted or set()
         parts = [self.always] + [self.by_action[k] for k in keys if k in self.by_action]
         return np.concatenate(parts) if len(parts) > 1 else self.always
 
@@ -300,28 +304,15 @@ class Scored:
     rank: np.ndarray
     next_id: np.ndarray
     bound_id: np.ndarray
-    prefix_steps: dict[int, int]
-
-
-@lru_cache(maxsize=65536)
-def _binds_as(adapter: GenericAdapter, action: str, roles: tuple[tuple[str, str], ...]):
-    """The abstract action that ``action`` binds (GenericAdapter.bind_action: its abstraction,
-    when the abstraction's role pattern matches it back), or None."""
-    a = abstract_cached(adapter, action, roles)
-    if not a:
-        return None
-    pattern = adapter.pattern(a, dict(roles))
-    ok = pattern is not None and pattern.fullmatch(_norm(action))
-    return a if ok else None
 
 
 def _bind_table(q: DecisionQuery, adapter: GenericAdapter, actions: Vocab) -> dict[int, int]:
     """Abstract action id -> the admissible action it binds to: the first admissible action,
-    in order, that binds as it (GenericAdapter.bind_action run for every abstract action)."""
+    in order, bound to it (GenericAdapter.bind_action for every abstract action at once)."""
     roles = tuple(sorted(q.roles.items()))
     table: dict[int, int] = {}
     for x in q.admissible or ():
-        a = _binds_as(adapter, x, roles)
+        a = bound_abstract(adapter, x, roles)
         aid = actions.get(a) if a else -1
         if aid >= 0 and aid not in table:
             table[aid] = actions.add(norm(x))
@@ -350,15 +341,14 @@ def score_pool(
     adm_ids = [v.actions.add(a) for a in A] if A is not None else []
     in_done = _indicator(done_ids, len(v.actions))
     in_adm = _indicator(adm_ids, len(v.actions))
-    rows = pool.candidate_rows(q, adapter)
+    abstracted = pool.abstracted(q, adapter)
+    rows = pool.candidate_rows(q, abstracted)
     if A is not None:  # retrieval._unavailable: the hard filter decided before grounding
         single = ~pool.plan[rows] & ~pool.reflection[rows] & ~pool.no_steps[rows]
         warn = pool.warning[rows]
         last = pool.last[rows]
         local_drop = ~in_adm[last] & ~(warn & (last == lf_id))
-        if pool.is_global.any() and adapter is not None:
-            roles = tuple(sorted(q.roles.items()))
-            abstracted = {a for a in (abstract_cached(adapter, x, roles) for x in A) if a}
+        if abstracted is not None:
             in_abs = _indicator([v.actions.get(a) for a in abstracted], len(v.actions))
             global_drop = ~in_abs[pool.abs_last[rows]] & ~warn
         else:
@@ -372,14 +362,12 @@ def score_pool(
     nsteps = pool.nsteps[rows]
     next_id = pool.next_default[rows].copy()
     prefix = np.zeros(len(rows), dtype=np.int64)
-    prefix_steps: dict[int, int] = {}
     started = plan & in_done[pool.first[rows]] & (nsteps > 0)
     for j in np.flatnonzero(started):
         i = int(rows[j])
         m = done_prefix(pool.steps[i], q.done)
         prefix[j] = m
         next_id[j] = pool.step_ids[i, m] if m < nsteps[j] else -1
-        prefix_steps[i] = m
     next_index_none = plan & (prefix >= nsteps)
     next_id[next_index_none] = -1
     later_done = _count(pool.later_step, sorted(set(done_ids)), pool.n)[rows] > 0
@@ -420,16 +408,12 @@ def score_pool(
     cue_facts = _facts(q.state)
     n_facts = pool.n_facts[rows]
     if cue_facts and pool.n_fact_cols and (n_facts > 0).any():
-        status_match = np.zeros(pool.n_fact_cols, dtype=np.float64)
-        status_miss = np.zeros(pool.n_fact_cols, dtype=np.float64)
+        held, contradicted = [], []
         for key, cue_values in cue_facts.items():
             for fid, values in pool.facts_by_key.get(key, ()):
-                if values <= cue_values:
-                    status_match[fid] = 1.0
-                else:
-                    status_miss[fid] = 1.0
-        f_match = _count(pool.facts_m, np.flatnonzero(status_match).tolist(), pool.n)[rows]
-        f_miss = _count(pool.facts_m, np.flatnonzero(status_miss).tolist(), pool.n)[rows]
+                (held if values <= cue_values else contradicted).append(fid)
+        f_match = _count(pool.facts_m, held, pool.n)[rows]
+        f_miss = _count(pool.facts_m, contradicted, pool.n)[rows]
     else:
         f_match = f_miss = np.zeros(len(rows))
     cue_ids = [v.tokens.get(x) for x in content_tokens(q.state)]
@@ -499,13 +483,8 @@ def score_pool(
     if q.roles:
         score = np.zeros(len(rows))
         for role, entity in q.roles.items():
-            toks = {v.tokens.get(t) for t in tokens(entity)}
-            if -1 in toks or any(t >= pool.n_tok_cols for t in toks):
-                contained = np.zeros(len(rows), dtype=bool)
-            elif not toks:
-                contained = np.ones(len(rows), dtype=bool)
-            else:
-                contained = _count(pool.gt_m, sorted(toks), pool.n)[rows] == len(toks)
+            toks = {v.tokens.get(t) for t in tokens(entity)}  # an unknown token (-1): no row
+            contained = _count(pool.gt_m, sorted(toks), pool.n)[rows] == len(toks)
             score = score + np.where(role_miss[role], -1.0, np.where(contained, 1.0, 0.0))
         r_g = score / len(q.roles)
     relevance = np.zeros(len(rows))
@@ -527,7 +506,7 @@ def score_pool(
     stale = ~warning & (nsteps > 0) & np.where(plan, next_index_none, stale_plain)
     soft = np.where(stale, 1.0, 0.0) + np.where(miss > 0, 0.5, 0.0)
     rank = relevance + pool.d_ev[rows] + d_bind + d_src - soft
-    return Scored(rows, r_x, r_p, r_g, relevance, rank, next_id, bound_id, prefix_steps)
+    return Scored(rows, r_x, r_p, r_g, relevance, rank, next_id, bound_id)
 
 
 def _entry(pool: CompiledPool, s: Scored, j: int) -> Entry:

@@ -114,14 +114,8 @@ class GenericAdapter:
     ) -> str | None:
         if admissible is None:
             return self.fill(abstract, roles)
-        pattern = self.pattern(abstract, roles)
-        if pattern is None:
-            return None
         key = tuple(sorted(roles.items()))
-        for action in admissible:
-            if pattern.fullmatch(_norm(action)) and abstract_cached(self, action, key) == abstract:
-                return action
-        return None
+        return next((a for a in admissible if bound_abstract(self, a, key) == abstract), None)
 
 
 @lru_cache(maxsize=65536)
@@ -153,6 +147,21 @@ def abstract_cached(
 ) -> str | None:
     """``adapter.abstract_action(action, roles)``, cached (the same actions recur every step)."""
     return adapter.abstract_action(action, dict(roles))
+
+
+@lru_cache(maxsize=65536)
+def bound_abstract(
+    adapter: GenericAdapter, action: str, roles: tuple[tuple[str, str], ...]
+) -> str | None:
+    """The abstract action that the concrete ``action`` binds to under ``roles``: its
+    abstraction, when that abstraction's role pattern matches ``action`` back; else None.
+    :meth:`GenericAdapter.bind_action` returns the first admissible action bound to the abstract
+    action asked for (cached: the same admissible actions recur every step)."""
+    abstract = abstract_cached(adapter, action, roles)
+    if not abstract:
+        return None
+    pattern = adapter.pattern(abstract, dict(roles))
+    return abstract if pattern is not None and pattern.fullmatch(_norm(action)) else None
 
 
 class AlfWorldAdapter(GenericAdapter):
