@@ -25,10 +25,9 @@ import numpy as np
 
 from memarena.core import Feedback, Step, Task, Trajectory
 from memarena.memory.gmemory.interaction import build_interaction_graph
-from memarena.memory.vectors import top_k
+from memarena.memory.vectors import RowMatrix, top_k, unit_rows
 
 RESOLVED, FAILED = "Resolved", "Failed"
-CHUNK = 1024  # rows added to the embedding matrix at a time
 
 
 @dataclass
@@ -92,12 +91,6 @@ def _unit(vector: np.ndarray) -> np.ndarray:
     return v / norm if norm > 0 else v
 
 
-def _rank(scores: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the ``k`` highest scores, highest first, ties by lower index (through
-    ``argpartition`` when k << n; the same order as a stable full sort)."""
-    return top_k(scores, k)
-
-
 class QueryGraph:
     def __init__(self, link_k: int = 10, link_threshold: float = 0.7) -> None:
         self.link_k = int(link_k)
@@ -107,7 +100,7 @@ class QueryGraph:
         self.row: dict[str, int] = {}
         self.resolved: list[bool] = []  # row i: is query ids[i] resolved
         self.graph = nx.Graph()
-        self._matrix: np.ndarray | None = None
+        self._rows = RowMatrix()  # row i: the unit embedding of query ids[i]
         self._resolved_rows: np.ndarray | None = None  # np.asarray(self.resolved), cached
         # (rows, unit query, cosines): one retrieval asks for the same query's cosines up to
         # five times (top-k, solved pool, 4 solved + 2 failed neighbours); computed once
@@ -121,32 +114,21 @@ class QueryGraph:
 
     @property
     def embeddings(self) -> np.ndarray:
-        if self._matrix is None:
-            return np.zeros((0, 0), dtype=np.float32)
-        return self._matrix[: len(self.ids)]
+        return self._rows.array
 
     def _append_row(self, vector: np.ndarray) -> None:
-        n = len(self.ids)
-        if self._matrix is None:
-            self._matrix = np.zeros((CHUNK, vector.size), dtype=np.float32)
-        elif vector.size != self._matrix.shape[1]:
+        if len(self._rows) and vector.size != self._rows.dim:
             raise ValueError(
                 f"QueryGraph: embedding has {vector.size} dims, the graph holds "
-                f"{self._matrix.shape[1]}-d embeddings (was the embedder changed?)"
+                f"{self._rows.dim}-d embeddings (was the embedder changed?)"
             )
-        if n == self._matrix.shape[0]:
-            grown = np.zeros((n + CHUNK, vector.size), dtype=np.float32)
-            grown[:n] = self._matrix
-            self._matrix = grown
-        self._matrix[n] = vector
+        self._rows.append(vector)
 
     def replace_embeddings(self, vectors: np.ndarray) -> None:
         """New embeddings for every stored query, in row order (the embedder changed); the
         links stay as they were made."""
         rows = np.asarray(vectors, dtype=np.float32).reshape(len(self.ids), -1)
-        norms = np.linalg.norm(rows, axis=1, keepdims=True)
-        self._matrix = np.zeros((len(self.ids) + CHUNK, rows.shape[1]), dtype=np.float32)
-        self._matrix[: len(self.ids)] = rows / np.where(norms > 0, norms, 1.0)
+        self._rows = RowMatrix(unit_rows(rows))
         self._last = None
 
     def similarities(self, embedding: np.ndarray) -> np.ndarray:
@@ -172,7 +154,7 @@ class QueryGraph:
         vector = _unit(embedding)
         sims = self.similarities(vector)
         eligible = np.flatnonzero(sims >= self.link_threshold)
-        linked = eligible[_rank(sims[eligible], self.link_k)] if eligible.size else eligible
+        linked = eligible[top_k(sims[eligible], self.link_k)] if eligible.size else eligible
         self._append_row(vector)
         self._insert(node)
         out = [self.ids[int(i)] for i in linked]
@@ -199,7 +181,7 @@ class QueryGraph:
             if self._resolved_rows is None:
                 self._resolved_rows = np.asarray(self.resolved, dtype=bool)
             rows = np.flatnonzero(self._resolved_rows == (status == RESOLVED))
-        return [self.ids[int(rows[i])] for i in _rank(sims[rows], k)]
+        return [self.ids[int(rows[i])] for i in top_k(sims[rows], k)]
 
     def similarity(self, embedding: np.ndarray, query_ids: list[str]) -> dict[str, float]:
         """Cosine of ``embedding`` to each of ``query_ids``."""
@@ -215,7 +197,7 @@ class QueryGraph:
         if not self.ids:
             return [], []
         sims = self.similarities(embedding)
-        top = [self.ids[int(i)] for i in _rank(sims, k)]
+        top = [self.ids[int(i)] for i in top_k(sims, k)]
         seen = set(top)
         frontier = list(top)
         added: list[str] = []
@@ -246,7 +228,7 @@ class QueryGraph:
     def load_dict(self, d: dict[str, Any]) -> None:
         self.nodes, self.ids, self.row, self.resolved = {}, [], {}, []
         self.graph = nx.Graph()
-        self._matrix = None
+        self._rows = RowMatrix()
         self._resolved_rows = None
         self._last = None
         dim = int(d.get("dim", 0))
@@ -254,8 +236,7 @@ class QueryGraph:
         matrix = np.frombuffer(raw, dtype="<f4").astype(np.float32)
         matrix = matrix.reshape(-1, dim) if dim else matrix.reshape(0, 0)
         if len(d["nodes"]):  # the stored rows as they are: one copy, never re-embedded
-            self._matrix = np.zeros((len(d["nodes"]) + CHUNK, dim), dtype=np.float32)
-            self._matrix[: len(d["nodes"])] = matrix[: len(d["nodes"])]
+            self._rows = RowMatrix(matrix[: len(d["nodes"])])
         for nd in d["nodes"]:
             self._insert(QueryNode.from_dict(nd))
         self.graph.add_edges_from(tuple(e) for e in d.get("edges", []))
