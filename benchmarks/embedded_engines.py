@@ -1,20 +1,24 @@
-"""The embedded SmolLM2-135M on CPU: the hf engine against llama-cpp-python on the same prompts.
+"""The embedded SmolLM2-135M on CPU: the hf engine's float32 decode, its int4 decode and
+llama-cpp-python on the same prompts, in one run.
 
     python benchmarks/embedded_engines.py --prompts 4 --rounds 3 --threads 1
 
-The question it answers (issue 18): is llama.cpp, with its own prompt cache, faster than the hf
-engine for the agent's workload, so that it should be the embedded default? Prompts are real
-agent prompts (the conversation format's first prompt of PDDL test tasks, ~1,000-1,700
-tokens). Per prompt, interleaved between the engines (hf, llama, then llama, hf) and reported
-as medians over all rounds:
+Prompts are real agent prompts (the conversation format's first prompt of PDDL test tasks,
+~1,400-1,700 tokens). Per prompt and engine, interleaved (the engines' order turns each round)
+and reported as medians over all rounds:
 
-- ``fresh``: a prompt never seen, one token out (prefill speed);
-- ``decode``: 20 greedy tokens on a prompt whose prefix is cached (decode speed);
-- ``step``: the prompt extended by one step (an assistant action and an ~80-token observation),
-  one token out: what the agent pays per step when the prefix is reused.
+- ``prefill tokens/s``: a prompt never seen, one token out;
+- ``decode ms/token``: ``--decode-tokens`` greedy tokens (no stop) on the same prompt, whose
+  prefix is now cached, minus one token out of that cached prompt (what is left is the decode
+  steps alone), divided by the decode steps;
+- ``step s``: the prompt extended by one step (an assistant action and an ~80-token
+  observation), one token out: what the agent pays per step when the prefix is reused.
 
-llama.cpp reads the packaged Q4_1 GGUF; hf the dequantized float32 copy. Both get the same
-token ids. Threads: ``--threads`` for both (1 by default: the hf engine's default on 2 cores).
+``hf float32`` is the transformers forward over the dequantized float32 copy (the engine
+before issue 32); ``hf int4`` the same prefill with 4-bit decode steps
+(``backbone.decode_weights=int4``, :mod:`memarena.llm.int4_decode`, the embedded preset's
+setting); ``llama.cpp`` reads the packaged Q4_1 GGUF with its own prompt cache. All get the
+same token ids and ``--threads`` threads (1 by default: the hf engine's setting on 2 cores).
 """
 
 from __future__ import annotations
@@ -66,58 +70,115 @@ def timed(fn) -> float:
     return time.perf_counter() - start
 
 
+class HFRunner:
+    def __init__(self, name: str, backbone: HFBackbone, decode: int) -> None:
+        self.name, self.backbone, self.decode = name, backbone, decode
+
+    def ids(self, messages: list[dict]) -> list[int]:
+        return self.backbone.encode_prompt(ChatRequest(messages))
+
+    def run(self, messages: list[dict], add) -> None:
+        hf = self.backbone
+        hf.prefixes.clear()
+        one = ChatRequest(messages, max_tokens=1)
+        # no eos: every request decodes exactly `decode` tokens (a JSON-free, stop-free reply)
+        many = ChatRequest(messages, max_tokens=self.decode, stop=None)
+        add(self.name, "fresh", timed(lambda: hf.generate([one])))
+        hf.prefixes.clear()
+        hf.generate([one])  # the prompt cached, as below
+        cached_one = timed(lambda: hf.generate([one]))
+        hf.prefixes.clear()
+        hf.generate([one])
+        eos, hf.eos_ids = hf.eos_ids, set()
+        try:
+            cached_many = timed(lambda: hf.generate([many]))
+        finally:
+            hf.eos_ids = eos
+        add(self.name, "decode", (cached_many - cached_one) / (self.decode - 1))
+        add(self.name, "step", timed(lambda: hf.generate([ChatRequest(extended(messages),
+                                                                     max_tokens=1)])))  # fmt: skip
+
+
+class LlamaRunner:
+    name = "llama.cpp"
+
+    def __init__(self, threads: int, decode: int, encode) -> None:
+        import llama_cpp
+
+        folder, gguf = resolve_embedded_llm("embedded:smollm2-135m")
+        self.llama = llama_cpp.Llama(
+            model_path=str(folder / gguf), n_ctx=4096, n_threads=threads,
+            n_threads_batch=threads, n_batch=512, verbose=False,
+        )  # fmt: skip
+        self.decode, self.encode = decode, encode
+        self.version = llama_cpp.__version__
+
+    def run(self, messages: list[dict], add) -> None:
+        ids, more = self.encode(messages), self.encode(extended(messages))
+        llama = self.llama
+
+        def complete(tokens: list[int], n: int) -> None:
+            # ignore_eos: exactly n tokens, as the hf runs
+            llama.create_completion(tokens, max_tokens=n, temperature=0,
+                                    logit_bias={llama.token_eos(): -1e9})  # fmt: skip
+
+        llama.reset()  # its prompt cache: the tokens it evaluated last are reused
+        add(self.name, "fresh", timed(lambda: complete(ids, 1)))
+        cached_one = timed(lambda: complete(ids, 1))
+        cached_many = timed(lambda: complete(ids, self.decode))
+        add(self.name, "decode", (cached_many - cached_one) / (self.decode - 1))
+        add(self.name, "step", timed(lambda: complete(more, 1)))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--prompts", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--decode-tokens", type=int, default=64)
+    parser.add_argument("--engines", nargs="+", default=["float32", "int4", "llama.cpp"],
+                        choices=["float32", "int4", "llama.cpp"])  # fmt: skip
     args = parser.parse_args()
-    import llama_cpp
-
-    hf = HFBackbone(
-        device="cpu", dtype="float32", cache_path=None, num_threads=args.threads,
-        converted_dir=CONF.parent / ".cache" / "models",
-    )  # fmt: skip
-    folder, gguf = resolve_embedded_llm("embedded:smollm2-135m")
-    llama = llama_cpp.Llama(
-        model_path=str(folder / gguf), n_ctx=4096, n_threads=args.threads,
-        n_threads_batch=args.threads, n_batch=512, verbose=False,
-    )  # fmt: skip
+    models = CONF.parent / ".cache" / "models"
+    common = dict(device="cpu", dtype="float32", cache_path=None, num_threads=args.threads,
+                  converted_dir=models)  # fmt: skip
+    float32 = HFBackbone(**common, decode_weights="float")
+    runners = []
+    if "float32" in args.engines:
+        runners.append(HFRunner("hf float32", float32, args.decode_tokens))
+    if "int4" in args.engines:
+        int4 = HFBackbone(**common, decode_weights="int4")
+        runners.append(HFRunner("hf int4", int4, args.decode_tokens))
+    version = None
+    if "llama.cpp" in args.engines:
+        llama = LlamaRunner(args.threads, args.decode_tokens,
+                            lambda m: float32.encode_prompt(ChatRequest(m)))  # fmt: skip
+        runners.append(llama)
+        version = llama.version
     prompts = agent_prompts(args.prompts)
-    times: dict[str, list[float]] = {}
+    tokens = [len(float32.encode_prompt(ChatRequest(m))) for m in prompts]
+    times: dict[tuple[str, str], list[float]] = {}
 
-    def add(key: str, seconds: float) -> None:
-        times.setdefault(key, []).append(seconds)
-
-    def run_hf(messages: list[dict]) -> None:
-        hf.prefixes.clear()
-        first = ChatRequest(messages, max_tokens=1)
-        step = ChatRequest(extended(messages), max_tokens=1)
-        add("hf fresh", timed(lambda: hf.generate([first])))
-        add("hf decode", timed(lambda: hf.generate([ChatRequest(messages, max_tokens=20)])))
-        add("hf step", timed(lambda: hf.generate([step])))
-
-    def run_llama(messages: list[dict]) -> None:
-        ids = hf.encode_prompt(ChatRequest(messages))
-        more = hf.encode_prompt(ChatRequest(extended(messages)))
-        llama.reset()  # its prompt cache: the tokens it evaluated last are reused
-        def complete(tokens: list[int], n: int) -> None:
-            llama.create_completion(tokens, max_tokens=n, temperature=0)
-
-        add("llama fresh", timed(lambda: complete(ids, 1)))
-        add("llama decode", timed(lambda: complete(ids, 20)))
-        add("llama step", timed(lambda: complete(more, 1)))
+    def add(engine: str, what: str, seconds: float) -> None:
+        times.setdefault((engine, what), []).append(seconds)
 
     for r in range(args.rounds):
-        for messages in prompts:
-            order = (run_hf, run_llama) if r % 2 == 0 else (run_llama, run_hf)
-            for run in order:
-                run(messages)
-    tokens = [len(hf.encode_prompt(ChatRequest(m))) for m in prompts]
-    table = {key: round(statistics.median(values), 3) for key, values in times.items()}
-    print(json.dumps({"llama_cpp": llama_cpp.__version__, "threads": args.threads,
-                      "prompt_tokens": tokens, "median_s": table}, indent=2))  # fmt: skip
-    hf.close()
+        for i, messages in enumerate(prompts):
+            turn = (r * len(prompts) + i) % len(runners)
+            for runner in runners[turn:] + runners[:turn]:
+                runner.run(messages, add)
+    med = {key: statistics.median(values) for key, values in times.items()}
+    fresh_tokens = statistics.median(tokens)
+    table = {
+        runner.name: {
+            "prefill tokens/s": round(fresh_tokens / med[(runner.name, "fresh")], 1),
+            "decode ms/token": round(1000 * med[(runner.name, "decode")], 2),
+            "step s": round(med[(runner.name, "step")], 3),
+        }
+        for runner in runners
+    }
+    print(json.dumps({"llama_cpp": version, "threads": args.threads, "prompt_tokens": tokens,
+                      "decode_tokens": args.decode_tokens, "engines": table}, indent=2))  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -27,6 +27,12 @@ Device, dtype and threads follow ``memarena.core.runtime`` (``resolve_device``,
 ``resolve_dtype``, ``set_cpu_threads``). CPU defaults: float32 (bfloat16 is faster on CPUs with
 native bf16 but makes a tiny model's greedy text depend on batch padding) and half the cores.
 
+Decoding on a CPU: ``decode_weights: int4`` (the embedded preset's setting) runs every token
+after a reply's first through :mod:`memarena.llm.int4_decode` (the same model with 4-bit
+weights; ~3x fewer ms per token than the float32 forward, batch and prefix-reuse drift stated
+there); ``float`` (the default) decodes with the transformers forward. JSON constraints are
+compact (no whitespace between tokens) and a JSON row stops as soon as its value is complete.
+
 Tools: a request with ``tools`` is templated with them (``native_tools``: the model's template
 renders tools, or ``tools_template`` is set, e.g. ``hermes`` for SmolLM2; see
 :mod:`memarena.llm.tool_templates`); the model's ``<tool_call>`` blocks come back as text.
@@ -58,6 +64,8 @@ from memarena.core.llm_types import ChatRequest, Completion
 from memarena.llm.base import BackboneBase, json_matches_schema, plain
 from memarena.llm.embedded import is_embedded, resolve_embedded_llm
 from memarena.llm.hf_decode import decode_batch, shared_prefixes, supports_reuse
+from memarena.llm.int4_decode import Int4Decoder
+from memarena.llm.int4_decode import unsupported as int4_unsupported
 from memarena.llm.kv_prefix import PrefixStore
 from memarena.llm.tool_templates import (
     load_tools_template,
@@ -68,6 +76,7 @@ from memarena.llm.tool_templates import (
 
 log = logging.getLogger(__name__)
 
+DECODE_WEIGHTS = ("float", "int4")
 _DONE = "memarena_converted.txt"  # written last: a converted folder without it is incomplete
 
 
@@ -240,6 +249,15 @@ def _from_pretrained(source: ModelSource, dtype, trust_remote_code: bool) -> tup
 
 
 # -- constraints --------------------------------------------------------------------------------
+def compact_json(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` for llguidance with compact JSON: no whitespace between tokens (llguidance
+    allows any amount by default, and a small model can spend its whole reply budget on
+    newlines). A schema that sets its own ``x-guidance`` options keeps them."""
+    if "x-guidance" in schema:
+        return schema
+    return {**schema, "x-guidance": {"whitespace_flexible": False}}
+
+
 class ChoiceTrie:
     """Token trie over the tokenized choices of one request; ``end`` closes a choice."""
 
@@ -435,6 +453,7 @@ class HFBackbone(BackboneBase):
         trust_remote_code: bool = False,
         prefix_cache_tokens: int = 32768,
         tools_template: str | None = None,
+        decode_weights: str = "float",
     ) -> None:
         if int(batch_size) < 1 or int(max_new_tokens) < 1:
             raise ConfigError(
@@ -449,11 +468,20 @@ class HFBackbone(BackboneBase):
         self.max_new_tokens = int(max_new_tokens)
         self.chat_template_kwargs = plain(chat_template_kwargs or {})
         self.prefix_cache_tokens = max(0, int(prefix_cache_tokens))
+        self.decode_weights = str(decode_weights)
+        if self.decode_weights not in DECODE_WEIGHTS:
+            raise ConfigError(
+                f"memarena: backbone.decode_weights={decode_weights} is not one of "
+                f"{', '.join(DECODE_WEIGHTS)} (float: the transformers forward; int4: 4-bit "
+                "decode steps on a CPU, memarena.llm.int4_decode)."
+            )
         # for requests with tools only (memarena.llm.tool_templates); their cache keys name it
         self.tools_template = load_tools_template(tools_template)
         self.tools_identity = self.tools_template.identity if self.tools_template else ""
         dtype_name = str(self.dtype).removeprefix("torch.")
         cache_model = f"hf:{model}:{self.source.gguf_file or ''}:{dtype_name}"
+        if self.decode_weights != "float":  # other decode numerics: other completions
+            cache_model += f":decode-{self.decode_weights}"
         if chat_template or self.chat_template_kwargs:
             extra = json.dumps([chat_template, self.chat_template_kwargs], sort_keys=True)
             cache_model += ":" + hashlib.sha256(extra.encode()).hexdigest()[:12]
@@ -499,12 +527,28 @@ class HFBackbone(BackboneBase):
         self._ll_missing = False
         # prompt KV tensors kept for reuse (prefix_cache_tokens=0: none)
         self.prefixes = PrefixStore(self.prefix_cache_tokens if supports_reuse(self.model) else 0)
+        self.decoder = self._int4_decoder() if self.decode_weights == "int4" else None
+
+    def _int4_decoder(self) -> Int4Decoder:
+        """The model's 4-bit decode forward, built once per loaded model (shared like it)."""
+        reason = int4_unsupported(self.model)
+        if reason:
+            raise ConfigError(
+                f"memarena: backbone.decode_weights=int4 cannot be used here: {reason}. Set "
+                "backbone.decode_weights=float."
+            )
+        decoder = getattr(self.model, "_memarena_int4_decoder", None)
+        if decoder is None:
+            decoder = Int4Decoder(self.model)
+            self.model._memarena_int4_decoder = decoder
+        return decoder
 
     def close(self) -> None:
         """Give the shared model back (freed when no other backbone uses it), then close the
         call cache. Closing twice is harmless; a closed backbone cannot generate."""
         key, self.model_key = self.model_key, None
         self.model = None
+        self.decoder = None
         if getattr(self, "prefixes", None) is not None:
             self.prefixes.clear()
         if key is not None:
@@ -598,7 +642,7 @@ class HFBackbone(BackboneBase):
         if self._ll_tokenizer is None:
             self._ll_tokenizer = llguidance.hf.from_tokenizer(self.tokenizer, eos_token=self.eos_id)
         try:
-            grammar = llguidance.LLMatcher.grammar_from_json_schema(plain(schema))
+            grammar = llguidance.LLMatcher.grammar_from_json_schema(compact_json(plain(schema)))
         except (ValueError, TypeError):
             return None
         matcher = llguidance.LLMatcher(self._ll_tokenizer, grammar, log_level=0)
@@ -620,6 +664,7 @@ class HFBackbone(BackboneBase):
             self.prefixes,
             pad_id=self.pad_id,
             max_new_tokens=max(row.max_tokens for row in rows),
+            decoder=self.decoder,
         )
         self.usage.engine_prompt_tokens += stats.prompt_tokens
         self.usage.reused_prompt_tokens += stats.reused_tokens

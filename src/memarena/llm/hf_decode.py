@@ -23,6 +23,7 @@ import torch
 from transformers import DynamicCache
 from transformers.cache_utils import DynamicLayer
 
+from memarena.llm.int4_decode import Int4Decoder
 from memarena.llm.kv_prefix import PrefixStore
 
 PREFILL_TOKENS = 1024  # prompt tokens per prefill pass, over all rows (chunked prefill)
@@ -84,10 +85,12 @@ def decode_batch(
     *,
     pad_id: int,
     max_new_tokens: int,
+    decoder: Int4Decoder | None = None,
 ) -> PrefillStats:
     """Prefill ``prompts`` (reusing stored prefixes), then decode until the controller says
     every row is done or ``max_new_tokens`` tokens were made (none: a prefill that only fills
-    the store)."""
+    the store). With a ``decoder``, the tokens after the first come from its 4-bit forward
+    (:mod:`memarena.llm.int4_decode`); the prompt is always prefilled by ``model``."""
     device = model.device
     rows = len(prompts)
     hits = [store.lookup(p) for p in prompts]
@@ -134,15 +137,18 @@ def decode_batch(
             if bool(done.all()) or made + 1 >= max_new_tokens:
                 break
             mask = torch.cat([mask, mask.new_ones((rows, 1))], dim=1)
-            out = model(
-                input_ids=tokens,
-                attention_mask=mask,
-                position_ids=lengths[:, None],
-                cache=out.cache,
-                use_cache=True,
-            )
+            if decoder is not None:
+                logits = decoder.step(tokens[:, 0], lengths, out.cache.layers, mask)
+            else:
+                out = model(
+                    input_ids=tokens,
+                    attention_mask=mask,
+                    position_ids=lengths[:, None],
+                    cache=out.cache,
+                    use_cache=True,
+                )
+                logits = out.logits[:, -1, :]
             lengths = lengths + 1
-            logits = out.logits[:, -1, :]
     return PrefillStats(sum(len(p) for p in prompts), sum(reused))
 
 
