@@ -3,33 +3,62 @@
     python benchmarks/memory_ops.py --sizes 1000 10000 --out memory_ops.json
     python benchmarks/memory_ops.py --sizes 1000 --methods memco reme gmemory
 
-For each method (its ``conf/method/<name>.yaml`` defaults, ``env=alfworld``) and each size N:
+A size is a number of memory entries: for each method (its ``conf/method/<name>.yaml``
+defaults, ``env=alfworld``) and each size N, the memory is filled until it holds N entries,
+then timed. An entry is what the method's ``size()`` counts:
 
-- write: N synthetic ALFWorld-like tasks (the generator of ``memco_memory.py``: 4 scene
-  domains, 8-20 steps, failures and stalls, 60% solved) observed through the method's public
+- ``memorybank``, ``voyager``, ``generative_agents`` (parity modes): stored tasks (1 per task);
+- ``amem`` (lite): notes (1 per task); ``langmem``: store items (1 Episode per task);
+- ``memrl``: experiences (1 per task); ``memskill``: memory-bank items (the synthetic
+  executor's inserts, 2 per task);
+- ``gmemory``, ``evograph``: stored tasks plus insights (1 insight per 5 tasks: 1.2 per task);
+- ``memco``: decision records of every agent plus the promoted global records (about 14 per
+  task over the first hundred tasks, 12 over 4000);
+- ``reme``: experiences in the pool (2 per task, less any the similarity dedup drops);
+- ``none`` and ``icl`` store nothing (``entries`` ``None``, ``write path`` ``n/a``).
+
+Filling writes synthetic tasks in rounds, each sized by the entries per task seen so far, and
+stops when one more task would overshoot the size by more than it closes the gap (the
+``tasks`` column says how many it took; the ``memory.size()`` calls between rounds, MemCo's
+global rebuild among them, are not timed). The row prints ``entries`` beside ``size`` and
+``check`` says ``ok`` or ``FAILED: holds X entries, not N (margin 5%)`` when the entries differ
+from the size by more than ``MARGIN`` (5%) of it: a memory that merges or drops the synthetic
+items reports no numbers under a size it does not hold. Filling gives up after
+``MAX_TASKS_PER_ENTRY`` (4) tasks per entry of the size. The script exits with status 1 when a
+row failed (its check, or a method that raised); a row cut by ``--time-limit`` is not a failure.
+
+- write: synthetic ALFWorld-like tasks (the generator of ``memco_memory.py``: 4 scene domains,
+  8-20 steps, failures and stalls, 60% solved) observed through the method's public
   ``observe_groups`` in chunks of its ``acquisition_observe_tasks``, as acquisition does. A
   method whose write calls its memory LLM (summaries, importance ratings, insights, the graph
   controller, ReMe's summarizer and judge, ...) gets a synthetic LLM that answers every request
   at once with a varied answer valid for the request's JSON schema (first choice of a choice
   request): the table's ``write path`` says ``observe + synthetic LLM`` and the time is the
-  method's own work without LLM latency. LangMem's manager needs tool calls from the LLM, so
-  its store is filled with ``store.put`` of the Episode items the manager would have written
-  (``store.put``). G-Memory and EvoGraph-Mem write at store level too (``queries.add`` of each
-  task's query node, one insight per 5 tasks): their observe runs insight fine-tuning every 5
-  tasks and a clustering merge over all stored tasks every 20 (21 s for 1k tasks with the
-  synthetic LLM, over 6 minutes for 10k). ``none`` and ``icl`` store nothing (``n/a``).
-  ``amem`` runs in lite mode (the full mode's note construction is LLM calls).
-- retrieve: 200 held-out tasks' first-step queries through ``retrieve_batch`` in waves of 8
-  (``protocol.concurrency``), as the runner asks at episode start, each query's time being its
-  wave's time shared out; a step-granular method (MemCo) is asked per step through ``retrieve``
-  with the episode's past steps, as the runner does after the first step. p50 / p95 per query;
-  ``hit`` is the share of queries that got at least one memory item.
+  method's own work without LLM latency. Its strings are ``ANSWER_WORDS`` (5) words drawn from
+  ``LEXICON`` (771 English words: the names of the Unicode pictographs U+1F300-U+1F64F, fixed
+  since Unicode 8), so every answer is distinct and the entries a method derives from them
+  (ReMe's experiences, MemSkill's items, summaries, insights) stay apart under a similarity
+  dedup (ReMe's 0.9 cosine), in MiniLM and in the composed word vectors alike; answers drawn
+  from the prompt's words made ReMe's pool collapse to 377 entries from 10k tasks. LangMem's
+  manager needs tool calls from the LLM, so its store is filled with ``store.put`` of the
+  Episode items the manager would have written (``store.put``). G-Memory and EvoGraph-Mem
+  write at store level too (``queries.add`` of each task's query node, one insight per 5
+  tasks): their observe runs insight fine-tuning every 5 tasks and a clustering merge over all
+  stored tasks every 20 (21 s for 1k tasks with the synthetic LLM, over 6 minutes for 10k).
+  ``amem`` runs in lite mode (the full mode's note construction is LLM calls). ``write per
+  task ms`` is the write time over the tasks written.
+- retrieve: 200 held-out tasks' first-step queries (task ids apart from the written ones)
+  through ``retrieve_batch`` in waves of 8 (``protocol.concurrency``), as the runner asks at
+  episode start, each query's time being its wave's time shared out; a step-granular method
+  (MemCo) is asked per step through ``retrieve`` with the episode's past steps, as the runner
+  does after the first step. p50 / p95 per query; ``hit`` is the share of queries that got at
+  least one memory item.
 - save / load: ``save`` (``state_dict`` -> ``memory.json``, the snapshot code) and ``load`` of
   that file into a fresh instance (``load_state_dict``), timed separately.
 
-Embeddings: up to ``--minilm-items`` items (default 2000) every text, stored or queried, goes
-through the embedded MiniLM (``conf/embedder/minilm.yaml``). Beyond that, vectors are composed
-from MiniLM vectors of words (each distinct word embedded once with MiniLM, a text = the
+Embeddings: at a size up to ``--minilm-items`` (default 2000) every text, stored or queried,
+goes through the embedded MiniLM (``conf/embedder/minilm.yaml``). Beyond that, vectors are
+composed from MiniLM vectors of words (each distinct word embedded once with MiniLM, a text = the
 normalised mean of its words' vectors; ``vectors`` column ``words``), for items and queries
 alike (one geometry, so similarity thresholds behave), so a 10k / 100k measurement times the
 memory operation, not 10^5 MiniLM encodes on 2 cores (nor MiniLM's ~10 ms per query).
@@ -44,6 +73,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import itertools
 import json
 import logging
 import random
@@ -52,6 +82,8 @@ import signal
 import sys
 import tempfile
 import time
+import unicodedata
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -83,36 +115,41 @@ METHODS: dict[str, tuple[str, str]] = {
     "memco": ("memco", "observe"),
     "reme": ("reme", "observe + synthetic LLM"),
 }
-COLUMNS = ("method", "size", "write path", "vectors", "write total s", "write per item ms",
-           "retrieve p50 ms", "retrieve p95 ms", "hit", "save s", "load s", "entries")  # fmt: skip
+COLUMNS = ("method", "size", "entries", "check", "tasks", "write path", "vectors",
+           "write total s", "write per task ms", "retrieve p50 ms", "retrieve p95 ms", "hit",
+           "save s", "load s")  # fmt: skip
 WAVE = 8
-WORDS = ("check the receptacle before taking the object then move it to the destination "
-         "clean heat cool with sinkbasin microwave fridge open drawer cabinet countertop "
-         "go to look examine first after when fails retry").split()  # fmt: skip
+MARGIN = 0.05  # a row fails when its memory's entries differ from the size by more than this
+MAX_TASKS_PER_ENTRY = 4  # filling gives up after this many tasks per entry of the size
+HELD_OUT = 10**7  # task ids of the retrieval queries start here, apart from the written tasks
+ANSWER_WORDS = 5  # words per string the synthetic LLM answers
+# 771 English words, the names of the Unicode pictographs U+1F300-U+1F64F (block complete since
+# Unicode 8, so the same list in every Python 3): apple, bicycle, candle, ...
+LEXICON = sorted({
+    word.lower()
+    for cp in range(0x1F300, 0x1F650)
+    for word in unicodedata.name(chr(cp), "").split()
+    if re.fullmatch(r"[A-Z]{4,10}", word)
+})  # fmt: skip
 
 
 # -- the synthetic memory LLM -----------------------------------------------------------------
 class SyntheticLLM:
-    """Answers every request at once: a varied value valid for its JSON schema (strings: 8
-    words drawn from the request's last message, so answers follow the task), the first of its
-    choices, else a short sentence. Numbers are drawn in their range (importance ratings vary);
-    EvoGraph's controller keeps the shown insights and adds one; a judge accepts."""
+    """Answers every request at once: a varied value valid for its JSON schema (strings:
+    ``ANSWER_WORDS`` words drawn from ``LEXICON``, so no two answers are alike and a similarity
+    dedup keeps them apart), the first of its choices, else a short sentence. Numbers are drawn
+    in their range (importance ratings vary); EvoGraph's controller keeps the shown insights
+    and adds one; a judge accepts."""
 
     name = "synthetic-llm"
 
     def __init__(self, seed: int = 0) -> None:
         self.rng = random.Random(seed)
         self.usage = Usage()
-        self.n = 0
-        self.vocab: list[str] = list(WORDS)  # words of the request being answered
 
     def generate(self, requests: list[Any]) -> list[Completion]:
         out = []
         for request in requests:
-            self.n += 1
-            last = request.messages[-1] if request.messages else ""
-            content = last.get("content", "") if isinstance(last, dict) else str(last)
-            self.vocab = re.findall(r"[a-z]{3,}\d*", str(content).lower())[:400] or WORDS
             if getattr(request, "json_schema", None) is not None:
                 text = json.dumps(self._answer(request.json_schema))
             elif getattr(request, "choices", None):
@@ -125,8 +162,7 @@ class SyntheticLLM:
         return out
 
     def _text(self, limit: int) -> str:
-        words = " ".join(self.rng.choice(self.vocab) for _ in range(8))
-        return f"{words} ({self.n}.{self.rng.randrange(10**6)})"[: max(1, limit)]
+        return " ".join(self.rng.sample(LEXICON, ANSWER_WORDS))[: max(1, limit)]
 
     def _value(self, schema: dict) -> Any:
         if "enum" in schema:
@@ -247,17 +283,18 @@ def write(memory: Any, method: str, pairs: list[tuple[Any, Any]]) -> None:
     if method == "none" or not memory.learns:
         return
     if method == "langmem":
-        rng = random.Random(1)
-        for i, (traj, out) in enumerate(pairs):
+        for traj, out in pairs:
+            index = int(traj.task.id.rsplit("/", 1)[-1])  # the task's number: one key per task
+            rng = random.Random(index)
             actions = "; ".join(s.action for s in traj.steps[:6])
             content = {
                 "observation": traj.task.goal,
-                "thoughts": " ".join(rng.sample(WORDS, 8)),
+                "thoughts": " ".join(rng.sample(LEXICON, 8)),
                 "action": actions,
                 "result": "solved" if out.success else "failed",
             }
             value = {"kind": "Episode", "content": content}
-            memory.store.put(memory.namespace, f"ep-{i:07d}", value)
+            memory.store.put(memory.namespace, f"ep-{index:07d}", value)
         return
     if method in ("gmemory", "evograph"):
         graph_write(memory, method, pairs)
@@ -273,7 +310,7 @@ def graph_write(memory: Any, method: str, pairs: list[tuple[Any, Any]]) -> None:
     controller would add), goals embedded 256 at a time."""
     from memarena.memory.gmemory.query_graph import FAILED, RESOLVED, QueryNode
 
-    rng = random.Random(2)
+    rng = random.Random(memory.n_observed)  # a call goes on where the last one stopped
     for start in range(0, len(pairs), 256):
         chunk = pairs[start : start + 256]
         vectors = np.asarray(memory.services.embedder.encode([t.task.goal for t, _ in chunk]))
@@ -289,11 +326,57 @@ def graph_write(memory: Any, method: str, pairs: list[tuple[Any, Any]]) -> None:
             memory.queries.add(node, vector)
             memory.n_observed += 1
             if memory.n_observed % 5 == 0:
-                insight = " ".join(rng.sample(WORDS, 10))
+                insight = " ".join(rng.sample(LEXICON, 8))
                 if method == "evograph":
                     memory.graph.add(insight, traj.task.id)
                 else:
                     memory.insights.add(insight, [traj.task.id])
+
+
+def task_stream(seed: int = 0, start: int = 0) -> Iterator[tuple[Any, Any]]:
+    """Synthetic (trajectory, outcome) pairs, numbered from ``start``, without end."""
+    rng = random.Random(seed)
+    for i in itertools.count(start):
+        yield episode(rng, i)
+
+
+def fill(memory: Any, method: str, size: int, stream: Iterator[Any]) -> tuple[int, float]:
+    """Write tasks from ``stream`` until ``memory`` holds ``size`` entries; (tasks written,
+    seconds spent writing). A first round of 1% of the size gives the entries per task; each
+    next round writes 80% of the remaining gap at that rate (MemCo's rate drifts with the
+    tasks), until one more task would overshoot by more than it closes. The ``size()`` calls
+    between rounds are not timed. Gives up after ``MAX_TASKS_PER_ENTRY`` tasks per entry."""
+    written, seconds, entries = 0, 0.0, 0
+    if method == "none" or not memory.learns:
+        return written, seconds
+    while written < MAX_TASKS_PER_ENTRY * size + 8:
+        rate = entries / written if written else 0.0  # entries per task so far
+        if written and size - entries <= rate / 2:
+            break
+        if not written:
+            n = max(1, size // 100)
+        elif not rate:
+            n = written  # nothing kept yet: double the tasks
+        else:
+            n = max(1, int(0.8 * (size - entries) / rate))
+        n = min(n, MAX_TASKS_PER_ENTRY * size + 8 - written)
+        batch = list(itertools.islice(stream, n))
+        t0 = time.perf_counter()
+        write(memory, method, batch)
+        seconds += time.perf_counter() - t0
+        written += n
+        entries = memory.size() or 0
+    return written, seconds
+
+
+def check(entries: int | None, size: int, margin: float = MARGIN) -> str:
+    """``ok``, or ``FAILED: ...`` when ``entries`` is more than ``margin`` of ``size`` away
+    (``-``: the method stores nothing)."""
+    if entries is None:
+        return "-"
+    if abs(entries - size) > margin * size:
+        return f"FAILED: holds {entries} entries, not {size} (margin {margin:.0%})"
+    return "ok"
 
 
 def queries(pairs: list[tuple[Any, Any]], step: bool, rng: random.Random) -> list[MemoryQuery]:
@@ -333,17 +416,13 @@ def _pct(xs: list[float], q: float) -> float:
 def measure(
     method: str, size: int, embedder: ItemEmbedder, n_queries: int = 200, minilm_items: int = 2000
 ) -> dict[str, Any]:
-    """One table row: ``method`` filled with ``size`` synthetic tasks, then timed."""
+    """One table row: ``method`` filled until it holds ``size`` entries, then timed."""
     choice, path = METHODS[method]
     cfg = method_config(choice)
-    rng = random.Random(0)
-    pairs = [episode(rng, i) for i in range(size)]
-    held_out = [episode(rng, size + i) for i in range(n_queries)]
+    held_out = list(itertools.islice(task_stream(seed=1, start=HELD_OUT), n_queries))
     memory = build(copy.deepcopy(cfg), embedder, SyntheticLLM())
     embedder.words = size > minilm_items
-    t0 = time.perf_counter()
-    write(memory, method, pairs)
-    write_s = time.perf_counter() - t0
+    tasks, write_s = fill(memory, method, size, task_stream())
     memory.freeze()
     memory.begin_phase("eval")
     views = memory.eval_views()
@@ -362,19 +441,22 @@ def measure(
     vectors = "words" if size > minilm_items else embedder.base.name
     if memory.services.embedder_if_built is None and fresh.services.embedder_if_built is None:
         vectors = "-"  # the method embeds nothing
+    entries = memory.size()
     return {
         "method": method,
         "size": size,
+        "entries": entries,
+        "check": check(entries, size),
+        "tasks": tasks,
         "write path": path,
         "vectors": vectors,
         "write total s": round(write_s, 3),
-        "write per item ms": round(write_s / max(size, 1) * 1e3, 3),
+        "write per task ms": round(write_s / max(tasks, 1) * 1e3, 3),
         "retrieve p50 ms": round(_pct(times, 0.5), 3),
         "retrieve p95 ms": round(_pct(times, 0.95), 3),
         "hit": round(hit, 3),
         "save s": round(save_s, 3),
         "load s": round(load_s, 3),
-        "entries": memory.size(),
     }
 
 
@@ -426,12 +508,12 @@ def run(
                 if not isinstance(exc, TimeoutError):
                     log.exception("memory_ops: %s at %d items failed", method, size)
                 row = dict.fromkeys(COLUMNS, "-") | {"method": method, "size": size}
-                why = (
-                    f"not done in {limit_s:.0f} s"
-                    if isinstance(exc, TimeoutError)
-                    else f"{type(exc).__name__}: {exc}"
-                )
+                timeout = isinstance(exc, TimeoutError)
+                error = " ".join(f"{type(exc).__name__}: {exc}".split())  # one table line
+                why = f"not done in {limit_s:.0f} s" if timeout else error
                 row["write path"] = f"{METHODS[method][1]} ({why})"[:120]
+                if not timeout:
+                    row["check"] = f"FAILED: {type(exc).__name__}"
             items.words = False
             rows.append(row)
             if echo:
@@ -441,16 +523,29 @@ def run(
     return rows
 
 
+def failed(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows whose check failed (entries off the size by more than the margin, an error)."""
+    return [r for r in rows if str(r["check"]).startswith("FAILED")]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
+    parser.add_argument(
+        "--sizes",
+        type=int,
+        nargs="+",
+        default=[1000, 10000],
+        help=f"memory sizes in entries (what each method's size() counts); a row whose memory "
+        f"holds entries more than {MARGIN * 100:.0f}%% off its size is marked FAILED and the exit "
+        f"status is 1",
+    )
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument(
         "--minilm-items",
         type=int,
         default=2000,
-        help="above this many items, item vectors are composed from word vectors",
+        help="above this size, item vectors are composed from word vectors",
     )
     parser.add_argument("--embedder", choices=["minilm", "fake"], default="minilm")
     parser.add_argument("--out", type=Path, default=None, help="JSON file for the rows")
@@ -463,6 +558,10 @@ def main() -> None:
                limit_s=args.time_limit)  # fmt: skip
     print()
     print(table(rows))
+    if bad := failed(rows):
+        which = ", ".join(f"{r['method']} at {r['size']}" for r in bad)
+        print(f"\n{len(bad)} row(s) FAILED: {which}")
+        sys.exit(1)
 
 
 if __name__ == "__main__":
