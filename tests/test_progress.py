@@ -5,9 +5,9 @@ use them (household suite generation, memory-LLM calls, MemCo's global rebuild).
 from __future__ import annotations
 
 import logging
-import time
+import threading
 
-import pytest
+from needs import need_module
 
 from memarena.core import progress as prog
 from memarena.core.progress import Progress, fmt_seconds, heartbeat
@@ -42,24 +42,80 @@ def test_short_phases_write_nothing(caplog):
     assert _lines(caplog) == []
 
 
+class FakeClock:
+    """A monotonic clock that moves only when the test moves it."""
+
+    def __init__(self, now: float = 1000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
 def test_heartbeat_logs_a_long_call_with_an_eta_from_earlier_calls(caplog):
     caplog.set_level(logging.INFO, logger="memarena.progress")
     kind = "test kind (memory LLM)"
     prog._RATES.pop(kind, None)
-    with heartbeat(kind, 4, interval_s=0.05):
-        time.sleep(0.13)
-    first = _lines(caplog)
-    assert first[0].startswith(f"{kind}: 4 request(s) running for") and "ETA" not in first[0]
-    assert first[-1].startswith(f"{kind}: 4 request(s) done in")
-    assert prog._RATES[kind] == pytest.approx(0.13 / 4, rel=0.5)
+    clock = FakeClock()
+    # interval 60 s: the beat thread waits 60 s of real time, which these blocks never take, so
+    # the test beats by hand at the fake times it chooses
+    with heartbeat(kind, 4, interval_s=60, clock=clock) as hb:
+        clock.now += 90
+        hb.beat()
+        clock.now += 30
+    # first call of the kind: no ETA; it ran 120 s for 4 requests -> 30 s per request
+    assert _lines(caplog) == [
+        f"{kind}: 4 request(s) running for 1m30s",
+        f"{kind}: 4 request(s) done in 2m00s",
+    ]
+    assert prog._RATES[kind] == 30.0
     caplog.clear()
-    with heartbeat(kind, 4, interval_s=0.05):
-        time.sleep(0.08)
-    assert "ETA" in _lines(caplog)[0] and "per request in earlier calls" in _lines(caplog)[0]
+    with heartbeat(kind, 4, interval_s=60, clock=clock) as hb:
+        clock.now += 70
+        hb.beat()  # 4 x 30 s expected, 70 s gone -> ETA 50 s
+        clock.now += 60
+        hb.beat()  # 130 s > 120 s: overdue
+        clock.now += 10
+    per = "(30.00s per request in earlier calls)"
+    assert _lines(caplog) == [
+        f"{kind}: 4 request(s) running for 1m10s, ETA 50s {per}",
+        f"{kind}: 4 request(s) running for 2m10s, ETA overdue {per}",
+        f"{kind}: 4 request(s) done in 2m20s",
+    ]
+    assert prog._RATES[kind] == 0.5 * 30.0 + 0.5 * 140 / 4  # the mean with the earlier rate
     caplog.clear()
-    with heartbeat(kind, 4):  # shorter than the interval: silent
-        pass
+    with heartbeat(kind, 4, interval_s=60, clock=clock):  # shorter than the interval: silent
+        clock.now += 59
     assert _lines(caplog) == []
+    prog._RATES.pop(kind, None)
+
+
+def test_heartbeat_thread_beats_every_interval_on_the_injected_clock():
+    """The beat thread itself: it logs at the real interval, with the injected clock's time."""
+    kind = "test kind (thread)"
+    prog._RATES.pop(kind, None)
+    seen, lines = threading.Event(), []
+
+    class Handler(logging.Handler):
+        def emit(self, record):
+            lines.append(record.getMessage())
+            seen.set()
+
+    logger = logging.getLogger("memarena.progress.test-thread")
+    logger.propagate = False
+    logger.setLevel(logging.INFO)
+    handler = Handler()
+    logger.addHandler(handler)
+    times = iter([1000.0])  # the start; every later reading is 30 s on
+    try:
+        with heartbeat(kind, 2, interval_s=0.001, logger=logger, clock=lambda: next(times, 1030.0)):
+            assert seen.wait(30), "the beat thread logged nothing"
+    finally:
+        logger.removeHandler(handler)
+    # every beat read the fake clock (30 s in); the end line and the rate as well
+    assert set(lines[:-1]) == {f"{kind}: 2 request(s) running for 30s"}
+    assert lines[-1] == f"{kind}: 2 request(s) done in 30s"
+    assert prog._RATES.pop(kind) == 15.0
 
 
 def test_json_batch_runs_under_a_heartbeat(monkeypatch):
@@ -116,7 +172,7 @@ def test_memco_global_rebuild_counts_every_record(monkeypatch):
 
 
 def test_household_suite_generation_reports_each_game(monkeypatch, tmp_path, caplog):
-    pytest.importorskip("textworld")
+    need_module("textworld")
     from memarena.envs.alfworld import generator as gen
     from memarena.envs.alfworld.scenes import TASK_TYPES
 

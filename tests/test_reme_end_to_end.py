@@ -4,12 +4,12 @@ BFCL with Avg@4 / Pass@4 over repetitions, and the dynamic variant on a saved sn
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import statistics
 from pathlib import Path
 
 import pytest
+from needs import need_module
 
 from conftest import run_py
 
@@ -63,8 +63,8 @@ def test_reme_on_pddl_samples_each_train_task_and_reports_its_cost(tmp_path):
     assert (run / "memory" / "memory.json").exists()
 
 
-@pytest.mark.skipif(importlib.util.find_spec("bfcl_eval") is None, reason="needs bfcl-eval")
 def test_reme_on_bfcl_reports_avg_and_pass_at_4_then_dynamic_on_the_snapshot(tmp_path):
+    need_module("bfcl_eval")
     common = ["env=bfcl", "protocol=reme", "protocol.max_eval_tasks=2"]
     common += [f"paths.results_dir={tmp_path}", *SMALL]
     proc = run_py(["method=reme", *common])

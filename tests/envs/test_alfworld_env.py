@@ -3,7 +3,6 @@ reset/step semantics and feedback, splits, official layout, task lists, errors, 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import random
@@ -11,17 +10,17 @@ from importlib.resources import files
 from pathlib import Path
 
 import pytest
+from needs import module_needs, need_alfworld
 
-if importlib.util.find_spec("alfworld") is None or importlib.util.find_spec("textworld") is None:
-    pytest.skip("alfworld not installed (pip install alfworld==0.4.2)", allow_module_level=True)
+from memarena.core import Env, Episode
+from memarena.core.errors import ConfigError
+from memarena.envs.alfworld import AlfWorldEnv, AlfWorldEpisode
+from memarena.envs.alfworld import generator as gen
+from memarena.envs.alfworld.env import worked_examples
+from memarena.envs.alfworld.official import game_key, read_task_list
+from memarena.envs.alfworld.scenes import SCENES, TASK_TYPES
 
-from memarena.core import Env, Episode  # noqa: E402
-from memarena.core.errors import ConfigError  # noqa: E402
-from memarena.envs.alfworld import AlfWorldEnv, AlfWorldEpisode  # noqa: E402
-from memarena.envs.alfworld import generator as gen  # noqa: E402
-from memarena.envs.alfworld.env import worked_examples  # noqa: E402
-from memarena.envs.alfworld.official import game_key, read_task_list  # noqa: E402
-from memarena.envs.alfworld.scenes import SCENES, TASK_TYPES  # noqa: E402
+_needs = module_needs(need_alfworld)
 
 ROOT = Path(__file__).resolve().parents[2]
 MEMCO_LISTS = (

@@ -1,9 +1,10 @@
 """AppWorld (env=appworld) through the package's own environment server in .venv-appworld.
 
-The real-server tests need AppWorld's venv (`make appworld`; `make test` builds it) and skip
-with that reason without it. AppWorld's task data is a download this machine cannot reach, so
-they run on the offline smoke root built with the package's own tooling (smoke_root.py), and
-they check the exact errors the real server gives where data is missing.
+The real-server tests need AppWorld's venv (`make appworld`; `make test` builds it) and fail
+at set-up naming that fix without it (tests/needs.py). AppWorld's task data is a download this
+machine cannot reach, so they run on the offline smoke root built with the package's own
+tooling (smoke_root.py), and they check the exact errors the real server gives where data is
+missing.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ import signal
 from pathlib import Path
 
 import pytest
+from needs import APPWORLD_VENV, need_appworld_venv
 
-from conftest import ROOT, run_py
+from conftest import run_py
 from memarena.core.errors import ConfigError
 from memarena.envs.appworld import (
     AppWorldEnv,
@@ -26,11 +28,15 @@ from memarena.envs.appworld import (
 )
 from memarena.envs.appworld.data import build_smoke_root
 
-VENV_PYTHON = ROOT / ".venv-appworld" / "bin" / "python"
-needs_venv = pytest.mark.skipif(
-    not VENV_PYTHON.is_file(),
-    reason="AppWorld's venv .venv-appworld is absent (make appworld builds it, ~40 s)",
-)
+VENV_PYTHON = APPWORLD_VENV / "bin" / "python"
+
+
+@pytest.fixture(scope="module")
+def appworld_venv() -> Path:
+    return need_appworld_venv()
+
+
+needs_venv = pytest.mark.usefixtures("appworld_venv")
 
 
 # -- no venv needed ----------------------------------------------------------------------------
@@ -78,9 +84,7 @@ def test_missing_data_is_one_error_naming_the_download(tmp_path):
 
 # -- the real server -----------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def smoke(tmp_path_factory) -> Path:
-    if not VENV_PYTHON.is_file():
-        pytest.skip("AppWorld's venv .venv-appworld is absent (make appworld builds it)")
+def smoke(appworld_venv, tmp_path_factory) -> Path:
     cache = tmp_path_factory.mktemp("appworld")
     build_smoke_root(str(VENV_PYTHON), str(cache / "smoke_root"))
     return cache

@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
-
-if importlib.util.find_spec("bfcl_eval") is None:
-    pytest.skip(
-        "bfcl_eval is not installed (pip install --no-deps bfcl-eval==2025.8.6 mpmath)",
-        allow_module_level=True,
-    )
+from needs import module_needs
 
 from memarena.core.errors import ConfigError
 from memarena.envs.bfcl import NEXT, BfclEnv, parse_calls, parse_reply
+
+_needs = module_needs("bfcl_eval")
 
 
 def _play_expert(env: BfclEnv, task) -> bool:

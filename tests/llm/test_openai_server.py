@@ -13,47 +13,31 @@ ignores the tools), and answers with ``tool_calls`` when ``tool_choice`` names a
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 
 import pytest
+from needs import module_needs, need_llama_cpp_server
 
 from conftest import run_py
-
-if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("openai") is None:
-    pytest.skip(
-        "needs a real OpenAI-compatible server and client: bash scripts/build_llama_cpp.sh "
-        "(a portable llama-cpp-python[server] build; `make test` runs it)",
-        allow_module_level=True,
-    )
-try:
-    import pydantic_settings  # noqa: F401
-    import sse_starlette  # noqa: F401
-    import starlette_context  # noqa: F401
-    import uvicorn  # noqa: F401  (the [server] extra)
-except ImportError as err:
-    pytest.skip(
-        f"llama-cpp-python is installed without its [server] extra ({err})",
-        allow_module_level=True,
-    )
-
-from memarena.core.errors import ConfigError  # noqa: E402
-from memarena.core.llm_types import ChatRequest  # noqa: E402
-from memarena.core.tool_calls import (  # noqa: E402
+from memarena.core.errors import ConfigError
+from memarena.core.llm_types import ChatRequest
+from memarena.core.tool_calls import (
     assistant_message,
     bfcl_tools,
     parse_tool_calls,
     render_tool_calls,
 )
-from memarena.llm.embedded import resolve_embedded_llm  # noqa: E402
-from memarena.llm.local_server import (  # noqa: E402
+from memarena.llm.embedded import resolve_embedded_llm
+from memarena.llm.local_server import (
     SERVED_NAME,
     ServerError,
     embedded_server,
     free_port,
 )
-from memarena.llm.openai_engine import OpenAIBackbone, record_attempts  # noqa: E402
+from memarena.llm.openai_engine import OpenAIBackbone, record_attempts
+
+_needs = module_needs(need_llama_cpp_server)
 
 SERVED = SERVED_NAME
 KEY_ENV = "MEMARENA_TEST_SERVER_KEY"
@@ -72,8 +56,8 @@ def local_server(tmp_path_factory):
     matrix kernel fails here with the exit signal and the server's log tail."""
     try:
         resolve_embedded_llm("embedded:smollm2-135m")
-    except ConfigError as err:
-        pytest.skip(str(err))
+    except ConfigError as err:  # the embedded model is missing: its message names the install
+        pytest.fail(str(err), pytrace=False)
     log_path = tmp_path_factory.mktemp("server") / "server.log"
     old_key = os.environ.get(KEY_ENV)
     os.environ[KEY_ENV] = KEY

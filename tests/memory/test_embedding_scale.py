@@ -11,6 +11,7 @@ import logging
 import numpy as np
 import pytest
 from doubles import FakeEmbedder
+from needs import need_module
 
 from memarena.core import MemoryQuery, MemoryServices, Observation, Outcome, Task, Trajectory
 from memarena.memory.gmemory import GMemory
@@ -354,7 +355,7 @@ def test_baseline_snapshot_load_embeds_only_queries_and_reembeds_for_another_emb
 
 # -- LangMem: the InMemoryStore's vectors in the snapshot -----------------------------------------
 def test_langmem_snapshot_puts_stored_vectors_back_without_embedding(tmp_path, caplog):
-    pytest.importorskip("langmem")
+    need_module("langmem")
     from baseline_helpers import episode
     from baseline_helpers import query as bquery
     from doubles import FakeLLM

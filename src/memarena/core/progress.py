@@ -20,7 +20,7 @@ import logging
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -132,6 +132,54 @@ class Progress:
                           fmt_seconds(elapsed))  # fmt: skip
 
 
+class Heartbeat:
+    """The timing of one blocking call: its start on ``clock``, the seconds per request that
+    earlier calls of its ``kind`` took, the "still running" line and the rate it learns."""
+
+    def __init__(
+        self,
+        kind: str,
+        n_requests: float,
+        *,
+        unit: str = "request(s)",
+        logger: logging.Logger = log,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.kind, self.n_requests, self.unit = kind, n_requests, unit
+        self.log, self.clock = logger, clock
+        self.t0 = clock()
+        with _RATES_LOCK:
+            self.rate = _RATES.get(kind)
+
+    def elapsed(self) -> float:
+        return self.clock() - self.t0
+
+    def beat(self) -> None:
+        """Log that the call is still running, with an ETA when an earlier call set a rate."""
+        elapsed = self.elapsed()
+        eta = ""
+        if self.rate is not None:
+            left = self.rate * self.n_requests - elapsed
+            eta = (f", ETA {fmt_seconds(left)}" if left > 0 else ", ETA overdue") + (
+                f" ({self.rate:.2f}s per {self.unit.removesuffix('(s)')} in earlier calls)"
+            )
+        self.log.info("%s: %s %s running for %s%s", self.kind, self.n_requests, self.unit,
+                      fmt_seconds(elapsed), eta)  # fmt: skip
+
+    def finish(self, interval_s: float) -> None:
+        """Learn this call's seconds per request (the mean with the earlier rate); log the end
+        of a call that ran at least ``interval_s``."""
+        elapsed = self.elapsed()
+        if self.n_requests:
+            with _RATES_LOCK:
+                old = _RATES.get(self.kind)
+                new = elapsed / self.n_requests
+                _RATES[self.kind] = new if old is None else 0.5 * old + 0.5 * new
+        if elapsed >= interval_s:
+            self.log.info("%s: %s %s done in %s", self.kind, self.n_requests, self.unit,
+                          fmt_seconds(elapsed))  # fmt: skip
+
+
 @contextmanager
 def heartbeat(
     kind: str,
@@ -140,38 +188,26 @@ def heartbeat(
     unit: str = "request(s)",
     interval_s: float = HEARTBEAT_S,
     logger: logging.Logger = log,
-) -> Iterator[None]:
+    clock: Callable[[], float] = time.monotonic,
+) -> Iterator[Heartbeat]:
     """Log, every ``interval_s`` while the block runs, that ``n_requests`` requests of ``kind``
-    are still running, with an ETA from earlier calls of that kind; learn this call's rate."""
-    t0 = time.monotonic()
+    are still running, with an ETA from earlier calls of that kind; learn this call's rate.
+
+    The elapsed times, the ETA and the learned rate read ``clock`` (tests pass a fake one and
+    call the yielded :meth:`Heartbeat.beat` themselves); the beat thread waits ``interval_s``
+    of real time between lines."""
+    hb = Heartbeat(kind, n_requests, unit=unit, logger=logger, clock=clock)
     done = threading.Event()
-    with _RATES_LOCK:
-        rate = _RATES.get(kind)
 
     def beat() -> None:
         while not done.wait(interval_s):
-            elapsed = time.monotonic() - t0
-            eta = ""
-            if rate is not None:
-                left = rate * n_requests - elapsed
-                eta = (f", ETA {fmt_seconds(left)}" if left > 0 else ", ETA overdue") + (
-                    f" ({rate:.2f}s per {unit.removesuffix('(s)')} in earlier calls)"
-                )
-            logger.info("%s: %s %s running for %s%s", kind, n_requests, unit,
-                        fmt_seconds(elapsed), eta)  # fmt: skip
+            hb.beat()
 
     thread = threading.Thread(target=beat, name=f"heartbeat-{kind}", daemon=True)
     thread.start()
     try:
-        yield
+        yield hb
     finally:
         done.set()
         thread.join()
-        elapsed = time.monotonic() - t0
-        if n_requests:
-            with _RATES_LOCK:
-                old = _RATES.get(kind)
-                new = elapsed / n_requests
-                _RATES[kind] = new if old is None else 0.5 * old + 0.5 * new
-        if elapsed >= interval_s:
-            logger.info("%s: %s %s done in %s", kind, n_requests, unit, fmt_seconds(elapsed))
+        hb.finish(interval_s)
