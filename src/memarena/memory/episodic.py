@@ -34,6 +34,7 @@ from memarena.core import (
     Outcome,
     Trajectory,
 )
+from memarena.core.json_budget import reply_tokens, token_caps
 from memarena.memory.llm_calls import clip_text, json_batch
 from memarena.memory.vectors import (
     QueryEncoder,
@@ -263,13 +264,15 @@ def _unit(vector: Any) -> np.ndarray:
 
 
 def json_request(
-    system: str, user: str, schema: dict[str, Any], max_tokens: int, temperature: float = 0.0
+    system: str, user: str, schema: dict[str, Any], cap: int | None, temperature: float = 0.0
 ) -> ChatRequest:
-    """A JSON-schema constrained request of the memory LLM."""
+    """A JSON-schema constrained request of the memory LLM. Its ``max_tokens`` is the longest
+    valid answer of ``schema`` (:func:`memarena.core.json_budget.reply_tokens`), or ``cap``
+    when smaller (None: no cap)."""
     return ChatRequest(
         messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
         json_schema=schema,
-        max_tokens=max_tokens,
+        max_tokens=reply_tokens(schema, cap),
         temperature=temperature,
     )
 
@@ -294,6 +297,7 @@ def summary_schema(max_chars: int) -> dict[str, Any]:
         "type": "object",
         "properties": {"summary": {"type": "string", "maxLength": max_chars}},
         "required": ["summary"],
+        "additionalProperties": False,
     }
 
 
@@ -334,6 +338,7 @@ class ModalBaseline(MemoryMethod):
         self.clock = 0  # tasks observed so far: the memory's time
         self.counts = {c: 0 for c in self.COUNTS}
         self.token_usage = {p: {} for p in self.PURPOSES}
+        self.token_caps: dict[str, int | None] = {p: None for p in self.PURPOSES}
         self.fallbacks: dict[str, int] = {}
 
     def _observe(self, trajectory: Trajectory, outcome: Outcome) -> None:
@@ -363,6 +368,12 @@ class ModalBaseline(MemoryMethod):
         the stored rows are used as they are."""
         verify_indexes(lambda: self.services.embedder, self.embedding_indexes(), self.name)
 
+    def set_token_caps(self, max_tokens: Any) -> None:
+        """``method.max_tokens`` as ``self.token_caps`` ({purpose: cap or None}): null asks
+        every purpose for the bound of its answer's schema, an int caps every purpose, a
+        mapping caps the purposes it names (:func:`memarena.core.json_budget.token_caps`)."""
+        self.token_caps = token_caps(max_tokens, self.PURPOSES, "method")
+
     def _ask(self, purpose: str, requests: list[ChatRequest]) -> list[Any]:
         """One batched JSON call for ``purpose``, counted under it."""
         return json_batch(
@@ -377,7 +388,7 @@ class ModalBaseline(MemoryMethod):
         """One batched ``summary`` call: a summary per task (:data:`SUMMARY_SYSTEM`); an
         unusable answer is a counted fallback and the task's goal stands in. Reads the
         subclass's ``summary_chars``, ``observation_chars``, ``trajectory_chars``,
-        ``max_tokens`` and ``temperature``."""
+        ``token_caps`` and ``temperature``."""
         requests = [
             json_request(
                 SUMMARY_SYSTEM,
@@ -385,7 +396,7 @@ class ModalBaseline(MemoryMethod):
                     trajectory=t.render(self.observation_chars)[: self.trajectory_chars]
                 ),
                 summary_schema(self.summary_chars),
-                self.max_tokens,
+                self.token_caps["summary"],
                 self.temperature,
             )
             for t in tasks

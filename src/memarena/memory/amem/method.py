@@ -56,7 +56,7 @@ class AMem(ModalBaseline):
         consolidate_every: int = 100,
         observation_chars: int = 300,
         content_chars: int = 4000,
-        max_tokens: int = 384,
+        max_tokens: Any = None,
         temperature: float = 0.7,
         observe_batch: int = 16,
         **kwargs: Any,
@@ -70,12 +70,13 @@ class AMem(ModalBaseline):
         self.linked_k = self.top_k if linked_k is None else int(linked_k)
         self.evolution_k, self.consolidate_every = int(evolution_k), int(consolidate_every)
         self.observation_chars, self.content_chars = int(observation_chars), int(content_chars)
-        self.max_tokens, self.temperature = int(max_tokens), float(temperature)
+        self.set_token_caps(max_tokens)
+        self.temperature = float(temperature)
         self.notes: dict[str, Note] = {}
         self.index = VectorIndex()
 
-    def _request(self, system: str, user: str, schema: dict[str, Any]) -> ChatRequest:
-        return json_request(system, user, schema, self.max_tokens, self.temperature)
+    def _request(self, purpose: str, system: str, user: str, schema: dict[str, Any]) -> ChatRequest:
+        return json_request(system, user, schema, self.token_caps[purpose], self.temperature)
 
     # -- writing -------------------------------------------------------------------------------
     def observe_groups(self, groups: list[list[Pair]]) -> None:
@@ -112,6 +113,7 @@ class AMem(ModalBaseline):
     def _analyse(self, notes: list[Note]) -> None:
         requests = [
             self._request(
+                "analysis",
                 prompts.ANALYSIS_SYSTEM,
                 prompts.ANALYSIS_USER.format(content=n.content),
                 prompts.ANALYSIS_SCHEMA,
@@ -133,6 +135,7 @@ class AMem(ModalBaseline):
         jobs = [(n, near) for n, near in zip(notes, neighbourhoods, strict=True) if near]
         requests = [
             self._request(
+                "evolution",
                 prompts.EVOLUTION_SYSTEM,
                 prompts.EVOLUTION_USER.format(
                     context=note.context,
@@ -145,7 +148,7 @@ class AMem(ModalBaseline):
                         for k, m in enumerate(near, 1)
                     ),
                 ),
-                prompts.EVOLUTION_SCHEMA,
+                prompts.evolution_schema(len(near)),
             )
             for note, near in jobs
         ]

@@ -10,14 +10,19 @@ ANALYSIS_SYSTEM = (
 ANALYSIS_USER = (
     'Memory:\n{content}\n\nAnswer with JSON: {{"keywords": [...], "context": "...", "tags": [...]}}'
 )
+TERM_CHARS, TERMS = 40, 8  # a keyword or tag, and how many a note keeps
+CONTEXT_CHARS = 300  # a note's context sentence
+_TERMS = {"type": "array", "items": {"type": "string", "maxLength": TERM_CHARS}, "maxItems": TERMS}
+
 ANALYSIS_SCHEMA = {
     "type": "object",
     "properties": {
-        "keywords": {"type": "array", "items": {"type": "string", "maxLength": 40}, "maxItems": 8},
-        "context": {"type": "string", "maxLength": 300},
-        "tags": {"type": "array", "items": {"type": "string", "maxLength": 40}, "maxItems": 8},
+        "keywords": _TERMS,
+        "context": {"type": "string", "maxLength": CONTEXT_CHARS},
+        "tags": _TERMS,
     },
     "required": ["keywords", "context", "tags"],
+    "additionalProperties": False,
 }
 
 EVOLUTION_SYSTEM = (
@@ -34,38 +39,44 @@ EVOLUTION_USER = (
     '"update_neighbor"], "suggested_connections": [numbers], "tags_to_update": [...], '
     '"new_context_neighborhood": [...], "new_tags_neighborhood": [[...], ...]}}'
 )
-EVOLUTION_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "should_evolve": {"type": "boolean"},
-        "actions": {
-            "type": "array",
-            "items": {"type": "string", "enum": ["strengthen", "update_neighbor"]},
-            "maxItems": 2,
+
+
+def evolution_schema(n: int) -> dict:
+    """The evolution decision over ``n`` neighbours: connections name neighbours 1..n, and
+    there is at most one new context and one tag list per neighbour (what is applied)."""
+    n = max(1, n)
+    return {
+        "type": "object",
+        "properties": {
+            "should_evolve": {"type": "boolean"},
+            "actions": {
+                "type": "array",
+                "items": {"type": "string", "enum": ["strengthen", "update_neighbor"]},
+                "maxItems": 2,
+            },
+            "suggested_connections": {
+                "type": "array",
+                "items": {"type": "integer", "minimum": 1, "maximum": n},
+                "maxItems": n,
+            },
+            "tags_to_update": _TERMS,
+            "new_context_neighborhood": {
+                "type": "array",
+                "items": {"type": "string", "maxLength": CONTEXT_CHARS},
+                "maxItems": n,
+            },
+            "new_tags_neighborhood": {"type": "array", "items": _TERMS, "maxItems": n},
         },
-        "suggested_connections": {
-            "type": "array",
-            "items": {"type": "integer", "minimum": 1},
-            "maxItems": 10,
-        },
-        "tags_to_update": {"type": "array", "items": {"type": "string", "maxLength": 40}},
-        "new_context_neighborhood": {
-            "type": "array",
-            "items": {"type": "string", "maxLength": 300},
-        },
-        "new_tags_neighborhood": {
-            "type": "array",
-            "items": {"type": "array", "items": {"type": "string", "maxLength": 40}},
-        },
-    },
-    "required": [
-        "should_evolve",
-        "actions",
-        "suggested_connections",
-        "tags_to_update",
-        "new_context_neighborhood",
-        "new_tags_neighborhood",
-    ],
-}
+        "required": [
+            "should_evolve",
+            "actions",
+            "suggested_connections",
+            "tags_to_update",
+            "new_context_neighborhood",
+            "new_tags_neighborhood",
+        ],
+        "additionalProperties": False,
+    }
+
 
 MEMORY_HEADER = "Related memories:"

@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from memarena.core.json_budget import reply_tokens
 from memarena.core.llm_types import ChatRequest, Message
 from memarena.core.types import Outcome, Step, Trajectory
 from memarena.memory.evograph.insight_graph import InsightGraph
@@ -37,6 +38,7 @@ from memarena.memory.llm_calls import clip_text, generate_logged, record_fallbac
 log = logging.getLogger(__name__)
 
 EDIT_OPS = ("KEEP", "ARCHIVE", "REVISE")
+INSIGHT_CHARS = 300  # a new or revised insight: "one or two sentences" (the prompt's words)
 RESERVED = ("add", "insight")
 FALLBACK_KIND = "evograph_controller"  # the whole answer is unusable
 FALLBACK_OP_KIND = "evograph_controller_op"  # one operation of a usable answer is invalid
@@ -92,7 +94,8 @@ def controller_schema(
     insight_ids: list[str], allowed_ops: tuple[str, ...] = EDIT_OPS, allow_add: bool = True
 ) -> dict[str, Any]:
     """JSON schema of one decision: each insight id is a property ``{"op", "revision"}`` whose
-    ``op`` is restricted to ``allowed_ops``; ``add`` (boolean) and ``insight`` (string)."""
+    ``op`` is restricted to ``allowed_ops``; ``add`` (boolean) and ``insight`` (string). Texts
+    are at most :data:`INSIGHT_CHARS` characters."""
     clash = [i for i in insight_ids if i in RESERVED]
     if clash:
         raise ValueError(f"controller_schema: insight ids {clash} clash with {RESERVED}")
@@ -103,13 +106,13 @@ def controller_schema(
         "additionalProperties": False,
     }
     if "REVISE" in allowed_ops:
-        edit["properties"]["revision"] = {"type": "string"}
+        edit["properties"]["revision"] = {"type": "string", "maxLength": INSIGHT_CHARS}
         edit["required"] = ["op", "revision"]
     props: dict[str, Any] = {i: edit for i in insight_ids}
     required = list(insight_ids)
     if allow_add:
         props["add"] = {"type": "boolean"}
-        props["insight"] = {"type": "string"}
+        props["insight"] = {"type": "string", "maxLength": INSIGHT_CHARS}
         required += ["add", "insight"]
     return {
         "type": "object",
@@ -127,7 +130,7 @@ class GraphController:
         llm: Any,
         allowed_ops: tuple[str, ...] = EDIT_OPS,
         allow_add: bool = True,
-        max_tokens: int = 768,
+        max_tokens: int | None = None,
         temperature: float = 0.0,
     ) -> None:
         unknown = [op for op in allowed_ops if op not in EDIT_OPS]
@@ -138,7 +141,7 @@ class GraphController:
         self.llm = llm
         self.allowed_ops = tuple(op for op in EDIT_OPS if op in allowed_ops)
         self.allow_add = allow_add
-        self.max_tokens = max_tokens
+        self.max_tokens = max_tokens  # a cap; None: each decision's schema bound
         self.temperature = temperature
         self.stats: dict[str, int] = {
             "calls": 0,
@@ -210,12 +213,13 @@ class GraphController:
         requests = []
         for k in todo:
             ids = [i for i, _ in items[k].insights]
+            schema = controller_schema(ids, self.allowed_ops, self.allow_add)
             requests.append(
                 ChatRequest(
                     messages=self.messages(items[k]),
-                    json_schema=controller_schema(ids, self.allowed_ops, self.allow_add),
+                    json_schema=schema,
                     temperature=self.temperature,
-                    max_tokens=self.max_tokens,
+                    max_tokens=reply_tokens(schema, self.max_tokens),
                 )
             )
         completions = generate_logged(self.llm, requests, FALLBACK_KIND)

@@ -41,6 +41,7 @@ from memarena.memory.evograph.controller import (
     trajectory_summary,
 )
 from memarena.memory.evograph.insight_graph import InsightGraph
+from memarena.memory.gmemory.method import PURPOSES as GMEMORY_PURPOSES
 from memarena.memory.gmemory.method import GMemory, _zero_usage
 from memarena.memory.gmemory.query_graph import RESOLVED
 
@@ -53,13 +54,13 @@ class EvoGraphMem(GMemory):
     name = "evograph"
     schema_version = 1
     explains_failures = False  # the controller reads the trajectory itself
+    PURPOSES = (*GMEMORY_PURPOSES, "controller")
 
     def __init__(
         self,
         lam: float = 1.0,
         controller_ops: Sequence[str] = EDIT_OPS,
         allow_add: bool = True,
-        controller_max_tokens: int = 384,
         top_b: int = 5,
         **kwargs: Any,
     ) -> None:
@@ -76,7 +77,6 @@ class EvoGraphMem(GMemory):
         self.lam = float(lam)
         self.controller_ops = ops
         self.allow_add = bool(allow_add)
-        self.controller_max_tokens = int(controller_max_tokens)
         self.graph = InsightGraph()
         self.token_usage["controller"] = _zero_usage()
         self.decisions: dict[str, int] = {op: 0 for op in (*EDIT_OPS, "ADD")}
@@ -91,7 +91,7 @@ class EvoGraphMem(GMemory):
                 self.services.llm,
                 allowed_ops=self.controller_ops,
                 allow_add=self.allow_add,
-                max_tokens=self.controller_max_tokens,
+                max_tokens=self.token_caps["controller"],
             )
         return self._controller
 

@@ -76,8 +76,7 @@ class GenerativeAgents(ModalBaseline):
         reflection_evidence: int = 10,
         insights_per_question: int = 5,
         observation_chars: int = 300,
-        max_tokens: int = 384,
-        rating_tokens: int = 16,
+        max_tokens: Any = None,
         temperature: float = 0.0,
         observe_batch: int = 16,
         **kwargs: Any,
@@ -94,8 +93,8 @@ class GenerativeAgents(ModalBaseline):
         self.window, self.n_questions = int(reflection_window), int(reflection_questions)
         self.n_evidence, self.n_insights = int(reflection_evidence), int(insights_per_question)
         self.observation_chars = int(observation_chars)
-        self.max_tokens, self.temperature = int(max_tokens), float(temperature)
-        self.rating_tokens = int(rating_tokens)
+        self.set_token_caps(max_tokens)
+        self.temperature = float(temperature)
         self.stream = MemoryStream()  # faithful
         self.pending_importance = 0.0  # summed importance since the last reflection
         self.tasks: dict[str, StoredTask] = {}  # parity
@@ -109,11 +108,8 @@ class GenerativeAgents(ModalBaseline):
             record_fallback(self.services.llm, f"generative_agents_{key}", self.fallbacks)
         return rated
 
-    def _request(
-        self, system: str, user: str, schema: dict[str, Any], max_tokens: int | None = None
-    ) -> ChatRequest:
-        budget = self.max_tokens if max_tokens is None else max_tokens
-        return json_request(system, user, schema, budget, self.temperature)
+    def _request(self, purpose: str, system: str, user: str, schema: dict[str, Any]) -> ChatRequest:
+        return json_request(system, user, schema, self.token_caps[purpose], self.temperature)
 
     # -- writing -------------------------------------------------------------------------------
     def observe_groups(self, groups: list[list[Pair]]) -> None:
@@ -151,10 +147,10 @@ class GenerativeAgents(ModalBaseline):
         """Importance of each memory (one batched call), then into the stream."""
         requests = [
             self._request(
+                "importance",
                 prompts.IMPORTANCE_SYSTEM,
                 prompts.IMPORTANCE_USER.format(memory=m.render()),
                 prompts.IMPORTANCE_SCHEMA,
-                self.rating_tokens,
             )
             for m in memories
         ]
@@ -176,6 +172,7 @@ class GenerativeAgents(ModalBaseline):
             "questions",
             [
                 self._request(
+                    "questions",
                     prompts.QUESTIONS_SYSTEM,
                     prompts.QUESTIONS_USER.format(memories=listing),
                     _questions_schema(self.n_questions),
@@ -195,6 +192,7 @@ class GenerativeAgents(ModalBaseline):
             evidence.append(chosen)
         requests = [
             self._request(
+                "insights",
                 prompts.INSIGHTS_SYSTEM,
                 prompts.INSIGHTS_USER.format(
                     question=q,
@@ -202,7 +200,7 @@ class GenerativeAgents(ModalBaseline):
                         f"{n}. {self.stream.objects[i].description}" for n, i in enumerate(ids, 1)
                     ),
                 ),
-                _insights_schema(self.n_insights),
+                _insights_schema(self.n_insights, len(ids)),
             )
             for q, ids in zip(questions, evidence, strict=True)
         ]
@@ -263,12 +261,12 @@ class GenerativeAgents(ModalBaseline):
         ]
         requests = [
             self._request(
+                "relevance",
                 prompts.RELEVANCE_SYSTEM,
                 prompts.RELEVANCE_USER.format(
                     example=self.tasks[i].render(self.observation_chars), goal=q.task.goal
                 ),
                 prompts.RELEVANCE_SCHEMA,
-                self.rating_tokens,
             )
             for q, pool in zip(queries, pools, strict=True)
             for i in pool
@@ -321,10 +319,19 @@ def _questions_schema(n: int) -> dict[str, Any]:
     return {**schema, "properties": {"questions": items}}
 
 
-def _insights_schema(n: int) -> dict[str, Any]:
+def _insights_schema(n: int, n_memories: int) -> dict[str, Any]:
+    """At most ``n`` insights, each citing memories 1..``n_memories`` (each at most once)."""
     schema = prompts.INSIGHTS_SCHEMA
-    items = {**schema["properties"]["insights"], "maxItems": n}
-    return {**schema, "properties": {"insights": items}}
+    insights = schema["properties"]["insights"]
+    item = insights["items"]
+    cited = max(1, n_memories)
+    evidence = {
+        **item["properties"]["evidence"],
+        "items": {"type": "integer", "minimum": 1, "maximum": cited},
+        "maxItems": cited,
+    }
+    item = {**item, "properties": {**item["properties"], "evidence": evidence}}
+    return {**schema, "properties": {"insights": {**insights, "items": item, "maxItems": n}}}
 
 
 def _insights(answer: Any, limit: int) -> list[tuple[str, list[int]]]:

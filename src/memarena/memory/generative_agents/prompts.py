@@ -15,6 +15,7 @@ IMPORTANCE_SCHEMA = {
     "type": "object",
     "properties": {"importance": {"type": "integer", "minimum": 1, "maximum": 10}},
     "required": ["importance"],
+    "additionalProperties": False,
 }
 
 QUESTIONS_SYSTEM = (
@@ -34,6 +35,7 @@ QUESTIONS_SCHEMA = {
         }
     },
     "required": ["questions"],
+    "additionalProperties": False,
 }
 
 INSIGHTS_SYSTEM = (
@@ -54,14 +56,17 @@ INSIGHTS_SCHEMA = {
                 "type": "object",
                 "properties": {
                     "insight": {"type": "string", "maxLength": 300},
+                    # bounded per request to the memories shown (method._insights_schema)
                     "evidence": {"type": "array", "items": {"type": "integer", "minimum": 1}},
                 },
                 "required": ["insight", "evidence"],
+                "additionalProperties": False,
             },
             "maxItems": 5,
         }
     },
     "required": ["insights"],
+    "additionalProperties": False,
 }
 
 RELEVANCE_SYSTEM = "You judge how relevant a solved example is to an ongoing task."
@@ -74,6 +79,7 @@ RELEVANCE_SCHEMA = {
     "type": "object",
     "properties": {"score": {"type": "integer", "minimum": 1, "maximum": 10}},
     "required": ["score"],
+    "additionalProperties": False,
 }
 
 MEMORIES_HEADER = "Memories relevant to this task:"

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 import networkx as nx
 
 from memarena.core import Backbone, ChatRequest, Completion, Trajectory
+from memarena.core.json_budget import reply_tokens
 from memarena.memory.gmemory import prompts
 from memarena.memory.llm_calls import (
     add_usage,
@@ -87,7 +88,11 @@ def render_steps(trajectory: Trajectory, indices: Sequence[int] | None = None) -
     return "\n".join(step_line(i, steps[i].action, steps[i].observation) for i in chosen)
 
 
-def key_steps_request(trajectory: Trajectory, status: str, max_key_steps: int) -> ChatRequest:
+def key_steps_request(
+    trajectory: Trajectory, status: str, max_key_steps: int, cap: int | None = None
+) -> ChatRequest:
+    """The key-steps request; ``max_tokens`` is its schema's longest valid answer, or ``cap``
+    when smaller (:func:`memarena.core.json_budget.reply_tokens`)."""
     user = prompts.KEY_STEPS_USER.format(
         goal=trajectory.task.goal,
         status=status,
@@ -96,13 +101,14 @@ def key_steps_request(trajectory: Trajectory, status: str, max_key_steps: int) -
         max_steps=max_key_steps,
         n_steps=len(trajectory.steps),
     )
+    schema = prompts.key_steps_schema(len(trajectory.steps), max_key_steps)
     return ChatRequest(
         messages=[
             {"role": "system", "content": prompts.KEY_STEPS_SYSTEM},
             {"role": "user", "content": user},
         ],
-        json_schema=prompts.key_steps_schema(len(trajectory.steps), max_key_steps),
-        max_tokens=64 + 64 * max_key_steps,
+        json_schema=schema,
+        max_tokens=reply_tokens(schema, cap),
     )
 
 
@@ -129,6 +135,7 @@ def extract_key_steps(
     statuses: Sequence[str] | None = None,
     usage: dict[str, int] | None = None,
     fallbacks: dict[str, int] | None = None,
+    cap: int | None = None,
 ) -> list[list[int]]:
     """Key steps (0-based, sorted) of each trajectory from ONE batched ``llm.generate`` call.
 
@@ -136,14 +143,14 @@ def extract_key_steps(
     step out of range, falls back to :func:`heuristic_key_steps` and is counted as fallback
     ``gmemory_key_steps`` on the backbone. Trajectories without steps get ``[]`` without a call.
     ``usage`` (a per-purpose token entry) receives the call's tokens, ``fallbacks`` the
-    method's own fallback counts.
+    method's own fallback counts; ``cap`` an optional cap on the reply budget.
     """
     statuses = list(statuses) if statuses is not None else ["Unknown"] * len(trajectories)
     out: list[list[int]] = [[] for _ in trajectories]
     asked = [i for i, t in enumerate(trajectories) if t.steps and max_key_steps > 0]
     if not asked:
         return out
-    requests = [key_steps_request(trajectories[i], statuses[i], max_key_steps) for i in asked]
+    requests = [key_steps_request(trajectories[i], statuses[i], max_key_steps, cap) for i in asked]
     completions = generate_logged(llm, requests, FALLBACK_KEY_STEPS)
     add_usage(usage, completions)
     for i, completion in zip(asked, completions, strict=True):
@@ -156,7 +163,7 @@ def extract_key_steps(
     return out
 
 
-def fail_reason_request(trajectory: Trajectory) -> ChatRequest:
+def fail_reason_request(trajectory: Trajectory, cap: int | None = None) -> ChatRequest:
     user = prompts.FAIL_REASON_USER.format(
         goal=trajectory.task.goal,
         initial=clip(trajectory.initial_observation, 400),
@@ -168,7 +175,7 @@ def fail_reason_request(trajectory: Trajectory) -> ChatRequest:
             {"role": "user", "content": user},
         ],
         json_schema=prompts.FAIL_REASON_SCHEMA,
-        max_tokens=128,
+        max_tokens=reply_tokens(prompts.FAIL_REASON_SCHEMA, cap),
     )
 
 
@@ -177,10 +184,11 @@ def extract_fail_reasons(
     trajectories: Sequence[Trajectory],
     usage: dict[str, int] | None = None,
     fallbacks: dict[str, int] | None = None,
+    cap: int | None = None,
 ) -> list[str]:
     """The likely cause of each failed trajectory, from ONE batched JSON call. A malformed or
     empty answer gives ``""`` and counts fallback ``gmemory_fail_reason``."""
-    requests = [fail_reason_request(t) for t in trajectories]
+    requests = [fail_reason_request(t, cap) for t in trajectories]
     answers = json_batch(llm, requests, usage=usage, fallbacks=fallbacks, kind=FALLBACK_FAIL_REASON)
     reasons = []
     for answer in answers:

@@ -36,6 +36,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from memarena.core import Backbone, ChatRequest
+from memarena.core.json_budget import reply_tokens
 from memarena.memory.gmemory import prompts
 from memarena.memory.gmemory.cluster import finch_labels
 from memarena.memory.gmemory.insights import (
@@ -84,17 +85,23 @@ def divide(items: Sequence[str], size: int, rng: random.Random) -> list[list[str
     return [items[i : i + step] for i in range(0, len(items), step)]
 
 
-def _request(system: str, user: str, schema: dict[str, Any], max_tokens: int) -> ChatRequest:
+def _request(system: str, user: str, schema: dict[str, Any], cap: int | None) -> ChatRequest:
+    """A JSON request whose ``max_tokens`` is the longest valid answer of ``schema``, or
+    ``cap`` when smaller (:func:`memarena.core.json_budget.reply_tokens`)."""
     messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
-    return ChatRequest(messages=messages, json_schema=schema, max_tokens=max_tokens)
+    return ChatRequest(messages=messages, json_schema=schema, max_tokens=reply_tokens(schema, cap))
 
 
-def _ops_request(system: str, user: str) -> ChatRequest:
-    return _request(system, user, prompts.OPS_SCHEMA, 96 * prompts.MAX_OPS)
+def _ops_request(system: str, user: str, cap: int | None = None) -> ChatRequest:
+    return _request(system, user, prompts.OPS_SCHEMA, cap)
 
 
 def point_calls(
-    queries: QueryGraph, insights: InsightGraph, query_id: str, rng: random.Random
+    queries: QueryGraph,
+    insights: InsightGraph,
+    query_id: str,
+    rng: random.Random,
+    cap: int | None = None,
 ) -> tuple[list[tuple[ChatRequest, list[str]]], set[str]]:
     """Steps 1-3 for one drawn task: ``(request, the tasks it was written from)`` per call, and
     the ids of the rules shown."""
@@ -113,11 +120,11 @@ def point_calls(
             failure=render_failed(nodes[f]),
             **common,
         )
-        calls.append((_ops_request(prompts.COMPARE_SYSTEM, user), [s, f]))
+        calls.append((_ops_request(prompts.COMPARE_SYSTEM, user, cap), [s, f]))
     for chunk in divide(successes, CHUNK_SIZE, rng):
         history = "\n\n".join(render_key_steps(nodes[q]) for q in chunk)
         user = prompts.SUCCESS_USER.format(successes=history, **common)
-        calls.append((_ops_request(prompts.SUCCESS_SYSTEM, user), chunk))
+        calls.append((_ops_request(prompts.SUCCESS_SYSTEM, user, cap), chunk))
     return calls, {i.id for i in shown}
 
 
@@ -129,10 +136,11 @@ def finetune_point(
     rng: random.Random,
     usage: dict[str, int] | None = None,
     fallbacks: dict[str, int] | None = None,
+    cap: int | None = None,
 ) -> dict[str, int]:
     """Steps 1-3 and the operations of step 4 for one drawn task (one batched call); returns
     operation counts (:func:`finetune` removes the insights at score <= 0)."""
-    calls, shown = point_calls(queries, insights, query_id, rng)
+    calls, shown = point_calls(queries, insights, query_id, rng, cap)
     requests = [request for request, _ in calls]
     answers = json_batch(llm, requests, usage=usage, fallbacks=fallbacks, kind=FALLBACK_INSIGHTS)
     counts: dict[str, int] = {}
@@ -172,11 +180,11 @@ def merge_limit(batch: Sequence[str]) -> int:
     return max(1, len(batch) // 3)
 
 
-def merge_request(batch: Sequence[str]) -> ChatRequest:
+def merge_request(batch: Sequence[str], cap: int | None = None) -> ChatRequest:
     user = prompts.MERGE_USER.format(
         insights="\n".join(f"- {rule}" for rule in batch), limit=merge_limit(batch)
     )
-    return _request(prompts.MERGE_SYSTEM, user, prompts.merge_schema(merge_limit(batch)), 512)
+    return _request(prompts.MERGE_SYSTEM, user, prompts.merge_schema(merge_limit(batch)), cap)
 
 
 def merge(
@@ -185,6 +193,7 @@ def merge(
     insights: InsightGraph,
     usage: dict[str, int] | None = None,
     fallbacks: dict[str, int] | None = None,
+    cap: int | None = None,
 ) -> int:
     """Replace the insights by their per-cluster merge (one batched call); returns the change
     in the number of insights (before - after)."""
@@ -194,7 +203,7 @@ def merge(
     for members in task_clusters(queries):
         rules = [i.content for i in insights.related(members)]
         jobs += [(members, rules[b : b + MERGE_BATCH]) for b in range(0, len(rules), MERGE_BATCH)]
-    requests = [merge_request(batch) for _, batch in jobs]
+    requests = [merge_request(batch, cap) for _, batch in jobs]
     answers = json_batch(llm, requests, usage=usage, fallbacks=fallbacks, kind=FALLBACK_INSIGHTS)
     merged = [
         (content, members)

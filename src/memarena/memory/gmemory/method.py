@@ -64,6 +64,7 @@ from typing import Any
 import numpy as np
 
 from memarena.core import ConfigError, MemoryContext, MemoryMethod, MemoryQuery, Outcome, Trajectory
+from memarena.core.json_budget import token_caps
 from memarena.memory.gmemory import maintenance, prompts
 from memarena.memory.gmemory.insights import InsightGraph
 from memarena.memory.gmemory.interaction import (
@@ -91,6 +92,7 @@ class GMemory(MemoryMethod):
     granularity = "task"
     acquisition_policy = "agent"
     explains_failures = True  # ask the LLM why a failed task failed (comparative pass input)
+    PURPOSES: tuple[str, ...] = PURPOSES  # memory-LLM calls, as counted in token_usage
 
     def __init__(
         self,
@@ -108,6 +110,7 @@ class GMemory(MemoryMethod):
         merge_every: int = 20,
         max_key_steps: int = 5,
         use_llm: bool = True,
+        max_tokens: Any = None,
         seed: int = 0,
         env_name: str = "",
         **kwargs: Any,
@@ -132,6 +135,8 @@ class GMemory(MemoryMethod):
         self.rounds_per_insights, self.merge_every = int(rounds_per_insights), int(merge_every)
         self.insights_point_num, self.max_key_steps = int(insights_point_num), int(max_key_steps)
         self.use_llm, self.seed = bool(use_llm), int(seed)
+        # reply-budget caps per purpose; None: the bound of the answer's schema
+        self.token_caps = token_caps(max_tokens, self.PURPOSES, "method")
         self.queries = QueryGraph(link_k=link_k, link_threshold=link_threshold)
         self.insights = InsightGraph()
         self.shown: dict[str, list[str]] = {}  # task id -> insight ids shown at retrieval
@@ -170,6 +175,7 @@ class GMemory(MemoryMethod):
             statuses=[status],
             usage=self.token_usage["key_steps"],
             fallbacks=self.fallbacks,
+            cap=self.token_caps["key_steps"],
         )
         return steps
 
@@ -181,6 +187,7 @@ class GMemory(MemoryMethod):
             [trajectory],
             usage=self.token_usage["fail_reason"],
             fallbacks=self.fallbacks,
+            cap=self.token_caps["fail_reason"],
         )
         return reason
 
@@ -242,6 +249,7 @@ class GMemory(MemoryMethod):
                     rng,
                     usage=self.token_usage["insights"],
                     fallbacks=self.fallbacks,
+                    cap=self.token_caps["insights"],
                 )
         else:
 
@@ -271,6 +279,7 @@ class GMemory(MemoryMethod):
             self.insights,
             usage=self.token_usage["merge"],
             fallbacks=self.fallbacks,
+            cap=self.token_caps["merge"],
         )
 
     # -- retrieval ---------------------------------------------------------------------------
@@ -296,6 +305,7 @@ class GMemory(MemoryMethod):
                 rendered,
                 usage=self.token_usage["relevance"],
                 fallbacks=self.fallbacks,
+                cap=self.token_caps["relevance"],
             )
         return pool[: self.n_successes]
 

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from memarena.core import Backbone, ChatRequest
+from memarena.core.json_budget import reply_tokens
 from memarena.memory.gmemory import prompts
 from memarena.memory.gmemory.query_graph import FAILED, RESOLVED, QueryGraph
 from memarena.memory.llm_calls import json_batch, record_fallback
@@ -58,7 +59,7 @@ def insight_neighbourhood(queries: QueryGraph, embedding: np.ndarray) -> list[st
     )
 
 
-def relevance_request(example: str, goal: str) -> ChatRequest:
+def relevance_request(example: str, goal: str, cap: int | None = None) -> ChatRequest:
     user = prompts.RELEVANCE_USER.format(example=example, goal=goal)
     return ChatRequest(
         messages=[
@@ -66,7 +67,7 @@ def relevance_request(example: str, goal: str) -> ChatRequest:
             {"role": "user", "content": user},
         ],
         json_schema=prompts.RELEVANCE_SCHEMA,
-        max_tokens=16,
+        max_tokens=reply_tokens(prompts.RELEVANCE_SCHEMA, cap),
     )
 
 
@@ -82,11 +83,12 @@ def rerank(
     candidates: Sequence[tuple[str, str]],
     usage: dict[str, int] | None = None,
     fallbacks: dict[str, int] | None = None,
+    cap: int | None = None,
 ) -> list[str]:
     """Step 4: ``(id, rendered task)`` candidates by the LLM's 1-10 relevance score (desc),
     ties in the given order, from ONE batched call. A malformed score counts as 0 (the
     reference's value when no number is found) and counts fallback ``gmemory_relevance``."""
-    requests = [relevance_request(text, goal) for _, text in candidates]
+    requests = [relevance_request(text, goal, cap) for _, text in candidates]
     answers = json_batch(llm, requests, usage=usage, fallbacks=fallbacks, kind=FALLBACK_RELEVANCE)
     scores = []
     for answer in answers:

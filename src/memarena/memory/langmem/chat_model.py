@@ -13,9 +13,13 @@ JSON-schema constrained decoding. :class:`BackboneChatModel` joins the two:
   every bound tool. One candidate and ``max_calls`` 1: the reply is that tool's arguments.
   Otherwise ``{"calls": [{"tool": <name>, "args": {...}}, ...]}`` with 1 to ``max_calls``
   items, each item's ``args`` constrained by its tool's schema. The constraint bounds every
-  string (``field_chars``) and list (``max_items``) and closes every object, so a small model
-  cannot run past its token budget inside a string; the call LangMem receives is validated
-  against the tool's own schema as always.
+  string (``field_chars``) and list (``max_items``) and closes every object (a free-form map,
+  an object without properties, decodes as ``{}``: its keys could not be bounded), so every
+  answer has a finite length and the request's ``max_tokens`` is that length
+  (:func:`memarena.core.json_budget.reply_tokens`, or the method's cap per purpose when
+  smaller); the call LangMem receives is validated against the tool's own schema as always.
+  A request with no tool to call is free text, given ``field_chars`` tokens (the length of one
+  field: LangMem only reads tool calls, so such a reply is never stored).
 - accounting: each backbone call's tokens are counted per purpose (``extract``: no stored
   memory shown; ``update``: stored memories shown, PatchDoc bound; ``repair``: trustcall's
   validation-error patch) into the method's ``token_usage``. An unusable answer (the
@@ -44,10 +48,12 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from memarena.core import Backbone, ChatRequest, Completion
+from memarena.core.json_budget import reply_tokens
 from memarena.memory.llm_calls import add_usage, record_fallback
 
 FALLBACK = "langmem_tool_call"  # the fallback kind of an unusable tool-call answer
 _ANNOTATIONS = frozenset({"title", "description", "examples", "default", "$defs", "definitions"})
+_SCALAR_TYPES = ("string", "integer", "number", "boolean", "null")
 
 
 # -- schemas ----------------------------------------------------------------------------------
@@ -82,7 +88,11 @@ def plain_schema(schema: dict[str, Any], *, keep_descriptions: bool = True) -> d
 def bounded(schema: dict[str, Any], field_chars: int, max_items: int) -> dict[str, Any]:
     """The decoding constraint of an arguments schema: annotations dropped, every free string
     at most ``field_chars`` characters, every list at most ``max_items`` items, every object
-    with properties closed."""
+    with properties closed and every free-form map (an object without properties) empty. A
+    value of any JSON type (an ``anyOf`` of scalars and containers: trustcall's patch value)
+    is decoded as a scalar: it replaces one field of a memory, and the fields of LangMem's
+    Episode are strings; lists of lists of strings would make a reply of tens of thousands
+    of tokens the only finite bound."""
 
     def walk(node: Any) -> Any:
         if isinstance(node, list):
@@ -100,6 +110,11 @@ def bounded(schema: dict[str, Any], field_chars: int, max_items: int) -> dict[st
             out["maxItems"] = max_items
         if "properties" in out and "additionalProperties" not in out:
             out["additionalProperties"] = False
+        if out.get("type") == "object" and "properties" not in out:  # a map: keys unbounded
+            out = {**out, "properties": {}, "additionalProperties": False}
+        scalars = [b for b in out.get("anyOf", []) if b.get("type") in _SCALAR_TYPES]
+        if scalars and len(scalars) < len(out["anyOf"]):
+            out["anyOf"] = scalars
         return out
 
     return walk(plain_schema(schema, keep_descriptions=False))
@@ -263,13 +278,14 @@ class ToolCallBridge:
         max_calls: int = 3,
         field_chars: int = 400,
         max_items: int = 4,
-        max_tokens: int = 512,
+        caps: dict[str, int | None] | None = None,
         temperature: float = 0.0,
     ) -> None:
         self._llm = llm
         self.account = account
         self.max_calls, self.field_chars, self.max_items = max_calls, field_chars, max_items
-        self.max_tokens, self.temperature = max_tokens, temperature
+        self.caps = dict(caps or {})  # purpose -> cap on the reply budget (None: the bound)
+        self.temperature = temperature
         self.batcher = LockstepBatcher(self.send)
         self._lock = threading.Lock()
 
@@ -287,13 +303,16 @@ class ToolCallBridge:
         )
         schema = None
         extra = ""
+        cap = self.caps.get(purpose)
+        budget = self.field_chars if cap is None else min(cap, self.field_chars)
         if candidates:
             schema = reply_schema(candidates, self.max_calls, self.field_chars, self.max_items)
             extra = tools_section(candidates, self.max_calls)
+            budget = reply_tokens(schema, cap)
         request = ChatRequest(
             messages=to_chat_messages(messages, extra),
             json_schema=schema,
-            max_tokens=self.max_tokens,
+            max_tokens=budget,
             temperature=self.temperature,
         )
         return PreparedCall(request, purpose, candidates, single_form(candidates, self.max_calls))

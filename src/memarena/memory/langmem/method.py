@@ -93,7 +93,7 @@ class LangMem(ModalBaseline):
         field_chars: int = 400,
         max_items: int = 4,
         observation_chars: int = 300,
-        max_tokens: int = 512,
+        max_tokens: Any = None,
         temperature: float = 0.0,
         observe_batch: int = 16,
         **kwargs: Any,
@@ -127,7 +127,8 @@ class LangMem(ModalBaseline):
         self.index_fields = [str(f) for f in plain(index_fields)] if index_fields else None
         self.max_calls, self.field_chars = int(max_calls), int(field_chars)
         self.max_items, self.observation_chars = int(max_items), int(observation_chars)
-        self.max_tokens, self.temperature = int(max_tokens), float(temperature)
+        self.set_token_caps(max_tokens)
+        self.temperature = float(temperature)
         self._store: Any = None
         self._index: Any = None  # store.SearchIndex: the store's vectors, rebuilt per change
         self._manager: Any = None
@@ -159,7 +160,7 @@ class LangMem(ModalBaseline):
                 max_calls=self.max_calls,
                 field_chars=self.field_chars,
                 max_items=self.max_items,
-                max_tokens=self.max_tokens,
+                caps=self.token_caps,
                 temperature=self.temperature,
             )
         return self._bridge

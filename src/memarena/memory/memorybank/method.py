@@ -66,7 +66,7 @@ class MemoryBank(ModalBaseline):
         summary_chars: int = 600,
         observation_chars: int = 300,
         trajectory_chars: int = 6000,
-        max_tokens: int = 256,
+        max_tokens: Any = None,
         temperature: float = 0.1,
         observe_batch: int = 16,
         **kwargs: Any,
@@ -85,7 +85,8 @@ class MemoryBank(ModalBaseline):
         self.overview_on = bool(overview) and mode == "faithful"
         self.summary_chars, self.observation_chars = int(summary_chars), int(observation_chars)
         self.trajectory_chars = int(trajectory_chars)
-        self.max_tokens, self.temperature = int(max_tokens), float(temperature)
+        self.set_token_caps(max_tokens)
+        self.temperature = float(temperature)
         self.tasks: dict[str, StoredTask] = {}
         self.summaries: dict[str, str] = {}
         self.strength: dict[str, float] = {}
@@ -123,7 +124,7 @@ class MemoryBank(ModalBaseline):
             prompts.OVERVIEW_SYSTEM,
             user,
             summary_schema(self.summary_chars),
-            self.max_tokens,
+            self.token_caps["overview"],
             self.temperature,
         )
         (answer,) = self._ask("overview", [request])

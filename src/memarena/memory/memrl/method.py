@@ -99,7 +99,7 @@ class MemRL(ModalBaseline):
         note_chars: int = 800,
         observation_chars: int = 300,
         trajectory_chars: int = 6000,
-        max_tokens: int = 256,
+        max_tokens: Any = None,
         temperature: float = 0.0,
         observe_batch: int = 16,
         seed: int = 0,
@@ -125,7 +125,8 @@ class MemRL(ModalBaseline):
         self.q_init, self.merge_threshold = float(q_init), float(merge_threshold)
         self.note_chars, self.observation_chars = int(note_chars), int(observation_chars)
         self.trajectory_chars = int(trajectory_chars)
-        self.max_tokens, self.temperature = int(max_tokens), float(temperature)
+        self.set_token_caps(max_tokens)
+        self.temperature = float(temperature)
         self.seed = int(seed)
         self.experiences: dict[str, Experience] = {}
         self.intents: dict[str, list[str]] = {}  # intent id -> experience ids
@@ -185,7 +186,7 @@ class MemRL(ModalBaseline):
                         trajectory=tasks[n].render(self.observation_chars)[: self.trajectory_chars]
                     ),
                     prompts.text_schema(key, self.note_chars),
-                    self.max_tokens,
+                    self.token_caps[purpose],
                     self.temperature,
                 )
                 for n in chosen

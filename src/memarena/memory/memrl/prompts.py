@@ -20,6 +20,7 @@ def text_schema(key: str, max_chars: int) -> dict:
         "type": "object",
         "properties": {key: {"type": "string", "maxLength": max_chars}},
         "required": [key],
+        "additionalProperties": False,
     }
 
 

@@ -62,7 +62,7 @@ class MemSkill(ModalBaseline):
         hard_cases: int = 100,
         span_chars: int = 3000,
         observation_chars: int = 300,
-        max_tokens: int = 384,
+        max_tokens: Any = None,
         temperature: float = 0.0,
         observe_batch: int = 16,
         **kwargs: Any,
@@ -77,7 +77,8 @@ class MemSkill(ModalBaseline):
         self.design_every, self.designer_changes = int(design_every), int(designer_changes)
         self.hard_case_limit = int(hard_cases)
         self.span_chars, self.observation_chars = int(span_chars), int(observation_chars)
-        self.max_tokens, self.temperature = int(max_tokens), float(temperature)
+        self.set_token_caps(max_tokens)
+        self.temperature = float(temperature)
         self.skills = SkillBank(max_skills=max_skills)
         self.memory = ItemBank()
         self.hard: list[str] = []
@@ -85,8 +86,8 @@ class MemSkill(ModalBaseline):
     def _embed(self, text: str) -> np.ndarray:
         return self.services.embedder.encode([text])[0]
 
-    def _request(self, system: str, user: str, schema: dict[str, Any]) -> Any:
-        return json_request(system, user, schema, self.max_tokens, self.temperature)
+    def _request(self, purpose: str, system: str, user: str, schema: dict[str, Any]) -> Any:
+        return json_request(system, user, schema, self.token_caps[purpose], self.temperature)
 
     # -- writing -------------------------------------------------------------------------------
     def observe_groups(self, groups: list[list[Pair]]) -> None:
@@ -120,6 +121,7 @@ class MemSkill(ModalBaseline):
         n = min(self.skills_per_span, len(names))
         requests = [
             self._request(
+                "controller",
                 prompts.CONTROLLER_SYSTEM.format(n=n),
                 prompts.CONTROLLER_USER.format(
                     goal=t.goal, span=span, memories=self._listing(ids), skills=catalogue
@@ -151,6 +153,7 @@ class MemSkill(ModalBaseline):
     ) -> None:
         requests = [
             self._request(
+                "executor",
                 prompts.EXECUTOR_SYSTEM,
                 prompts.EXECUTOR_USER.format(
                     goal=t.goal,
@@ -158,7 +161,7 @@ class MemSkill(ModalBaseline):
                     memories=self._listing(ids),
                     skills="\n".join(self.skills.skills[s].render() for s in names),
                 ),
-                prompts.EXECUTOR_SCHEMA,
+                prompts.executor_schema(len(ids)),
             )
             for t, span, ids, names in zip(tasks, spans, shown, chosen, strict=True)
         ]
@@ -175,6 +178,7 @@ class MemSkill(ModalBaseline):
         """One designer round over the hard cases; the number of skills changed."""
         self.counts["designs"] += 1
         request = self._request(
+            "designer",
             prompts.DESIGNER_SYSTEM.format(n=self.designer_changes),
             prompts.DESIGNER_USER.format(
                 skills="\n".join(s.render() for s in self.skills.skills.values()),

@@ -25,6 +25,7 @@ def controller_schema(names: list[str], n: int) -> dict:
             }
         },
         "required": ["skills"],
+        "additionalProperties": False,
     }
 
 
@@ -38,25 +39,35 @@ EXECUTOR_USER = (
     'Answer with JSON: {{"operations": [{{"op": "INSERT", "content": "..."}}, '
     '{{"op": "UPDATE", "index": 1, "content": "..."}}, {{"op": "DELETE", "index": 2}}]}}'
 )
-EXECUTOR_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "operations": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "op": {"type": "string", "enum": ["INSERT", "UPDATE", "DELETE", "NOOP"]},
-                    "index": {"type": "integer", "minimum": 1},
-                    "content": {"type": "string", "maxLength": 400},
+ITEM_CHARS = 400  # a memory item's content
+MAX_OPERATIONS = 6  # operations per span
+
+
+def executor_schema(n_shown: int) -> dict:
+    """The executor's operations; ``index`` numbers one of the ``n_shown`` items shown (an
+    out-of-range number would be an invalid operation anyway)."""
+    return {
+        "type": "object",
+        "properties": {
+            "operations": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "op": {"type": "string", "enum": ["INSERT", "UPDATE", "DELETE", "NOOP"]},
+                        "index": {"type": "integer", "minimum": 1, "maximum": max(1, n_shown)},
+                        "content": {"type": "string", "maxLength": ITEM_CHARS},
+                    },
+                    "required": ["op"],
+                    "additionalProperties": False,
                 },
-                "required": ["op"],
-            },
-            "maxItems": 6,
-        }
-    },
-    "required": ["operations"],
-}
+                "maxItems": MAX_OPERATIONS,
+            }
+        },
+        "required": ["operations"],
+        "additionalProperties": False,
+    }
+
 
 DESIGNER_SYSTEM = (
     "You improve the memory skills of an agent. From the hard cases (tasks it failed with the "
@@ -81,17 +92,24 @@ def designer_schema(n: int) -> dict:
                     "type": "object",
                     "properties": {
                         "action": {"type": "string", "enum": ["add", "refine"]},
-                        "name": {"type": "string", "pattern": "^[a-z][a-z0-9_]{0,39}$"},
+                        # the pattern allows 40 characters; maxLength states it for the budget
+                        "name": {
+                            "type": "string",
+                            "pattern": "^[a-z][a-z0-9_]{0,39}$",
+                            "maxLength": 40,
+                        },
                         "op": {"type": "string", "enum": ["insert", "update", "delete", "noop"]},
                         "description": {"type": "string", "maxLength": 200},
                         "instruction": {"type": "string", "maxLength": 400},
                     },
                     "required": ["action", "name", "description", "instruction"],
+                    "additionalProperties": False,
                 },
                 "maxItems": n,
             }
         },
         "required": ["changes"],
+        "additionalProperties": False,
     }
 
 

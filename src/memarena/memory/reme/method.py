@@ -49,6 +49,7 @@ from memarena.core import (
     Task,
     Trajectory,
 )
+from memarena.core.json_budget import token_caps
 from memarena.memory.llm_calls import json_batch
 from memarena.memory.reme import prompts
 from memarena.memory.reme import summarizer as summ
@@ -99,7 +100,7 @@ class ReMe(MemoryMethod):
         delete_min_retrievals: int = 5,
         delete_max_utility: float = 0.5,
         temperature: float = 0.0,
-        max_tokens: int = 768,
+        max_tokens: Any = None,
         trajectory_chars: int = 6000,
         observation_chars: int = 300,
         env_name: str = "",
@@ -135,7 +136,9 @@ class ReMe(MemoryMethod):
         self.max_reflections = int(max_reflections) if self.reflection else 0
         self.deletion = bool(deletion)
         self.alpha, self.beta = int(delete_min_retrievals), float(delete_max_utility)
-        self.temperature, self.max_tokens = float(temperature), int(max_tokens)
+        self.temperature = float(temperature)
+        # caps per purpose; None: the bound of the answer's schema (core.json_budget)
+        self.token_caps = token_caps(max_tokens, PURPOSES, "method")
         self.trajectory_chars = int(trajectory_chars)
         self.observation_chars = int(observation_chars)
         self.env_name = env_name
@@ -168,8 +171,8 @@ class ReMe(MemoryMethod):
             kind=f"reme_{purpose}",
         )
 
-    def _request(self, user: str, schema: dict[str, Any]) -> ChatRequest:
-        return summ.request(user, schema, self.max_tokens, self.temperature)
+    def _request(self, purpose: str, user: str, schema: dict[str, Any]) -> ChatRequest:
+        return summ.request(user, schema, self.token_caps[purpose], self.temperature)
 
     def _render(self, pair: Pair) -> str:
         return summ.render(*pair, self.trajectory_chars, self.observation_chars)
@@ -213,6 +216,7 @@ class ReMe(MemoryMethod):
                     "trajectory",
                     t,
                     self._request(
+                        "summarize",
                         prompts.TRAJECTORY.format(
                             status="successful" if o.success else "failed",
                             trajectory=self._render((t, o)),
@@ -228,10 +232,10 @@ class ReMe(MemoryMethod):
         failures = [p for p in chosen if not p[1].success]
         if successes:
             text = prompts.SUCCESS.format(trajectory=self._render(successes[0]), **fields)
-            jobs.append(("success", successes[0][0], self._request(text, schema)))
+            jobs.append(("success", successes[0][0], self._request("summarize", text, schema)))
         if failures:
             text = prompts.FAILURE.format(trajectory=self._render(failures[-1]), **fields)
-            jobs.append(("failure", failures[-1][0], self._request(text, schema)))
+            jobs.append(("failure", failures[-1][0], self._request("summarize", text, schema)))
         if worst is not None and summ.score(best[1]) > summ.score(worst[1]):
             text = prompts.COMPARATIVE.format(
                 high=summ.score(best[1]),
@@ -240,7 +244,7 @@ class ReMe(MemoryMethod):
                 worse=self._render(worst),
                 **fields,
             )
-            jobs.append(("comparative", best[0], self._request(text, schema)))
+            jobs.append(("comparative", best[0], self._request("summarize", text, schema)))
         return jobs
 
     def _distil(self, jobs: list[tuple[str, Trajectory, ChatRequest]]) -> list[Experience]:
@@ -269,6 +273,7 @@ class ReMe(MemoryMethod):
                 "judge",
                 [
                     self._request(
+                        "judge",
                         prompts.JUDGE.format(
                             task=e.task_query, when_to_use=e.when_to_use, content=e.content
                         ),
@@ -315,7 +320,9 @@ class ReMe(MemoryMethod):
         answers = self._ask(
             "generalize",
             [
-                self._request(prompts.GENERALIZE.format(task=goal), prompts.GENERALIZE_SCHEMA)
+                self._request(
+                    "generalize", prompts.GENERALIZE.format(task=goal), prompts.GENERALIZE_SCHEMA
+                )
                 for goal in wanted.values()
             ],
         )
@@ -362,7 +369,8 @@ class ReMe(MemoryMethod):
 
     def _rerank(self, goal: str, found: list[Experience]) -> list[Experience]:
         text = prompts.RERANK.format(task=goal, candidates=summ.numbered(found))
-        (raw,) = self._ask("rerank", [self._request(text, prompts.RERANK_SCHEMA)])
+        schema = prompts.rerank_schema(len(found))
+        (raw,) = self._ask("rerank", [self._request("rerank", text, schema)])
         order = summ.rerank_order(raw, len(found))
         if order is None:
             if raw is not None:
@@ -372,7 +380,7 @@ class ReMe(MemoryMethod):
 
     def _rewrite(self, goal: str, body: str) -> str:
         text = prompts.REWRITE.format(task=goal, experiences=body)
-        (raw,) = self._ask("rewrite", [self._request(text, prompts.REWRITE_SCHEMA)])
+        (raw,) = self._ask("rewrite", [self._request("rewrite", text, prompts.REWRITE_SCHEMA)])
         guidance = str(raw.get("guidance") or "").strip() if isinstance(raw, dict) else ""
         if not guidance and raw is not None:
             self._count_fallback("reme_rewrite_shape")
@@ -420,7 +428,7 @@ class ReMe(MemoryMethod):
             text = prompts.REFLECT.format(
                 previous=previous, trajectory=self._render(pair), **fields
             )
-            requests.append(self._request(text, schema))
+            requests.append(self._request("reflect", text, schema))
         answers = self._ask("reflect", requests)
         contexts: list[MemoryContext | None] = []
         for (trajectory, _), raw in zip(failures, answers, strict=True):

@@ -94,7 +94,8 @@ LESSONS_HEADER = "Lessons from your previous failed attempt at this task:"
 
 
 # Bounds on every generated string: experiences stay short (one sentence of scenario, at most
-# three of content) and a constrained decoder always closes the document within max_tokens.
+# three of content), and each request's max_tokens is its schema's longest valid answer
+# (memarena.core.json_budget), so a constrained decoder always closes the document.
 SCENARIO_CHARS = 200
 CONTENT_CHARS = 400
 
@@ -142,12 +143,17 @@ GENERALIZE_SCHEMA = {
     "additionalProperties": False,
 }
 
-RERANK_SCHEMA = {
-    "type": "object",
-    "properties": {"order": {"type": "array", "items": {"type": "integer"}, "maxItems": 50}},
-    "required": ["order"],
-    "additionalProperties": False,
-}
+
+def rerank_schema(n: int) -> dict[str, Any]:
+    """The rerank answer over ``n`` candidates: their numbers 1..n, each at most once."""
+    number = {"type": "integer", "minimum": 1, "maximum": max(1, n)}
+    return {
+        "type": "object",
+        "properties": {"order": {"type": "array", "items": number, "maxItems": max(1, n)}},
+        "required": ["order"],
+        "additionalProperties": False,
+    }
+
 
 REWRITE_SCHEMA = {
     "type": "object",

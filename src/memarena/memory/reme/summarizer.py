@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from memarena.core import ChatRequest, Outcome, Trajectory
+from memarena.core.json_budget import reply_tokens
 from memarena.memory.llm_calls import clip_text
 from memarena.memory.reme import prompts
 from memarena.memory.reme.experience import Experience
@@ -53,14 +54,16 @@ def render(trajectory: Trajectory, outcome: Outcome, max_chars: int, obs_chars: 
     return "\n".join(head + steps + tail)
 
 
-def request(user: str, schema: dict[str, Any], max_tokens: int, temperature: float) -> ChatRequest:
+def request(user: str, schema: dict[str, Any], cap: int | None, temperature: float) -> ChatRequest:
+    """LLM_summ's request; ``max_tokens`` is the longest valid answer of ``schema`` (or
+    ``cap`` when smaller: :func:`memarena.core.json_budget.reply_tokens`)."""
     return ChatRequest(
         messages=[
             {"role": "system", "content": prompts.SYSTEM},
             {"role": "user", "content": user},
         ],
         json_schema=schema,
-        max_tokens=max_tokens,
+        max_tokens=reply_tokens(schema, cap),
         temperature=temperature,
     )
 

@@ -57,7 +57,7 @@ class Voyager(ModalBaseline):
         summary_chars: int = 600,
         observation_chars: int = 300,
         trajectory_chars: int = 6000,
-        max_tokens: int = 256,
+        max_tokens: Any = None,
         temperature: float = 0.1,
         observe_batch: int = 16,
         **kwargs: Any,
@@ -65,7 +65,8 @@ class Voyager(ModalBaseline):
         super().__init__(mode=mode, top_k=top_k, observe_batch=observe_batch, **kwargs)
         self.summary_chars, self.observation_chars = int(summary_chars), int(observation_chars)
         self.trajectory_chars = int(trajectory_chars)
-        self.max_tokens, self.temperature = int(max_tokens), float(temperature)
+        self.set_token_caps(max_tokens)
+        self.temperature = float(temperature)
         self.library = SkillLibrary()  # faithful
         self.tasks: dict[str, StoredTask] = {}  # parity
         self.summaries: dict[str, str] = {}
@@ -105,7 +106,7 @@ class Voyager(ModalBaseline):
                     goal=t.goal, program="\n".join(f"- {a}" for a in t.program()) or "(none)"
                 ),
                 prompts.SKILL_SCHEMA,
-                self.max_tokens,
+                self.token_caps["skill"],
                 self.temperature,
             )
             for t in solved
@@ -120,7 +121,7 @@ class Voyager(ModalBaseline):
 
     def _skill(self, task: StoredTask, answer: Any) -> Skill:
         name = answer.get("name") if isinstance(answer, dict) else None
-        description = text_field(answer, "description", 400)
+        description = text_field(answer, "description", prompts.DESCRIPTION_CHARS)
         if not isinstance(name, str) or not NAME.match(name) or description is None:
             if answer is not None:  # parsed but unusable (an unparsable one is counted already)
                 record_fallback(self.services.llm, "voyager_skill_fields", self.fallbacks)

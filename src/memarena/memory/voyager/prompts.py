@@ -11,13 +11,16 @@ SKILL_SYSTEM = (
 SKILL_USER = (
     'Task: {goal}\nActions:\n{program}\n\nAnswer with JSON: {{"name": "...", "description": "..."}}'
 )
+DESCRIPTION_CHARS = 400  # longest skill description kept
 SKILL_SCHEMA = {
     "type": "object",
     "properties": {
-        "name": {"type": "string", "pattern": "^[a-z][a-z0-9_]{0,47}$"},
-        "description": {"type": "string", "maxLength": 400},
+        # the pattern allows 48 characters; maxLength states it for the reply budget
+        "name": {"type": "string", "pattern": "^[a-z][a-z0-9_]{0,47}$", "maxLength": 48},
+        "description": {"type": "string", "maxLength": DESCRIPTION_CHARS},
     },
     "required": ["name", "description"],
+    "additionalProperties": False,
 }
 
 SKILLS_HEADER = "Skills from your library (actions that solved similar tasks):"
