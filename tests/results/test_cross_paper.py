@@ -2,10 +2,13 @@
 notebooks/cross_paper.ipynb on what the sweep wrote.
 
 The sweep runs every method of the experiment file with the scripted expert as the agent
-(``backbone=scripted``; the memory methods' own calls go to the embedded SmolLM2), on stand-in
-data with two train and two test tasks. For time it covers PDDL, FEVER and BFCL (the three
-kinds of benchmark: planning, Wikipedia QA, tool calls; ALFWorld and ScienceWorld runs of every
-method are the end-to-end tests' business); the experiment file itself sweeps all six, which
+(``backbone=scripted``) and the schema-filling memory LLM double of tests/doubles.py (the table,
+the tests and the costs are checked here, not what a real model writes: that is
+tests/test_memory_end_to_end.py's business), on stand-in data with two train and two test
+tasks. The sweep is built once per session and the module's tests share one xdist group.
+For time it covers PDDL, FEVER and BFCL (the three kinds of benchmark: planning, Wikipedia QA,
+tool calls; ALFWorld and ScienceWorld runs of every method are the end-to-end tests'
+business); the experiment file itself sweeps all six, which
 ``test_the_experiment_sweeps_every_method_on_every_benchmark`` checks.
 """
 
@@ -18,8 +21,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from omegaconf import OmegaConf
+from shared_runs import build_once
 
-from conftest import CONF, ROOT, compose_cfg, notebook_text, run_notebook, run_py
+from conftest import CONF, ROOT, SCHEMA_LLM, compose_cfg, notebook_text, run_notebook, run_py
 from memarena.config_check import group_options
 from memarena.results import cross_paper_report as xr
 
@@ -28,7 +32,6 @@ CAPS = [
     "protocol.max_train_tasks=2",
     "protocol.max_eval_tasks=2",
     "protocol.step_budget=8",
-    "memory_backbone.fallback.max_new_tokens=48",
 ]
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -49,9 +52,7 @@ def test_the_experiment_sweeps_every_method_on_every_benchmark():
     assert (cfg.report.paper, list(cfg.report.tables)) == ("cross_paper", ["main"])
 
 
-@pytest.fixture(scope="module")
-def tree(tmp_path_factory) -> Path:
-    work = tmp_path_factory.mktemp("cross")
+def _sweep(work: Path) -> None:
     proc = run_py(
         [
             "-m",
@@ -62,13 +63,22 @@ def tree(tmp_path_factory) -> Path:
             "logger=none",
             "env.require_data=false",
             *CAPS,
+            *SCHEMA_LLM,
             f"paths.results_dir={work}/results",
             f"paths.llm_cache={work}/llm_cache.sqlite",
             f"paths.log_dir={work}/logs",
-        ]
+        ],
+        doubles=True,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return work / "results"
+
+
+@pytest.fixture(scope="session")
+def tree(tmp_path_factory) -> Path:
+    return build_once(tmp_path_factory, "cross_paper", _sweep) / "results"
+
+
+pytestmark = pytest.mark.xdist_group("cross_paper")
 
 
 def test_the_notebook_ranks_tests_and_costs_every_method(tree, tmp_path):

@@ -1,8 +1,12 @@
 """Every notebook on a results tree that the pipeline itself wrote.
 
-The module fixture ``tree`` runs ``python run.py`` (``run_py``) with the paper experiment configs
+The fixture ``tree`` runs ``python run.py`` (``run_py``) with the paper experiment configs
 that declare the notebooks' sections, on stand-in data (``env.require_data=false``), with the
-scripted expert as the agent (``backbone=scripted``: no agent LLM) and small caps:
+scripted expert as the agent (``backbone=scripted``: no agent LLM), the schema-filling memory
+LLM double of tests/doubles.py (``SchemaLLM``: every JSON request gets a valid answer; these
+tests check that the notebooks' tables equal the runs, not what a real model writes, which
+tests/test_memory_end_to_end.py checks for every method) and small caps. The tree is built once
+per session (tests/shared_runs.py) and the module's tests share one xdist group:
 
 - MemCo Table 1: ``memco_table1_pddl`` and ``memco_table1_alfworld``, its six methods (ICL,
   A-Mem lite, MemSkill, MemRL, G-Memory, MemCo; ALFWorld on a two-domain household suite whose
@@ -11,16 +15,14 @@ scripted expert as the agent (``backbone=scripted``: no agent LLM) and small cap
   that MemCo run's snapshot (memory-cost metrics);
 - EvoGraph-Mem Tables 1 and 2: ``evograph_table1_pddl``, no memory, the three older baselines
   in parity mode (MemoryBank, Voyager, Generative Agents) and EvoGraph-Mem (the memory methods'
-  own calls go to the embedded SmolLM2, so ``memory_token_usage`` is real); Figure 3:
-  ``evograph_fig3``, the three controller ablations, with the memory LLM double of
-  tests/doubles.py (``SchemaLLM``: it REVISEs every shown insight and ADDs one) as the
-  controller, so the final memories hold insight version chains for the Figure 2 case study
-  (SmolLM2 forms none in two tasks);
+  own calls are counted in ``memory_token_usage``); Figure 3: ``evograph_fig3``, the three
+  controller ablations, the double as controller (it REVISEs every shown insight and ADDs one),
+  so the final memories hold insight version chains for the Figure 2 case study;
 - ReMe Table 1 (also the base rows of Tables 2 and 4, Figure 5 and the cost table):
   ``reme_table1`` on BFCL, No Memory, A-Mem (full), LangMem and ReMe (fixed), 4 runs x 3
   repetitions of three test tasks under a 9-step budget (the third task needs more: a Pass@4
-  failure for Figure 5), SmolLM2 as the summarizer; then ``scripts/label_failures.py`` with
-  SmolLM2 labels the failed episodes of No Memory and ReMe (Figure 5(b)).
+  failure for Figure 5); then ``scripts/label_failures.py``, with the double as the labeller,
+  labels the failed episodes of No Memory and ReMe (Figure 5(b)).
 
 Each notebook then runs on that tree and the tests compare the cells of the tables it writes with
 the numbers of the runs' metrics.json / episodes.jsonl, so a reader of a key or folder name the
@@ -46,8 +48,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from shared_runs import build_once
 
-from conftest import NOTEBOOK, ROOT, notebook_text, run_notebook, run_py
+from conftest import NOTEBOOK, ROOT, SCHEMA_LLM, notebook_text, run_notebook, run_py
 from memarena.results import evograph_report as er
 from memarena.results import failure_labels as fl
 from memarena.results import inventory
@@ -68,11 +71,7 @@ SMALL_ALFWORLD = [
     "protocol.step_budget=10",
 ]
 SMALL_PDDL = ["protocol.max_train_tasks=4", "protocol.max_eval_tasks=4", "protocol.step_budget=10"]
-SMALL_EVOGRAPH = [
-    "protocol.max_eval_tasks=2",
-    "protocol.step_budget=10",
-    "memory_backbone.fallback.max_new_tokens=48",  # SmolLM2's answers (controller, key steps)
-]
+SMALL_EVOGRAPH = ["protocol.max_eval_tasks=2", "protocol.step_budget=10"]
 # MemCo Table 1's methods (its sweep lists all but G-Memory, which it runs with method=gmemory)
 MEMCO_METHODS = ("icl", "amem_lite", "memskill", "memrl", "gmemory", "memco")
 SMALL_REME = [
@@ -84,14 +83,7 @@ SMALL_REME = [
     # every run (a Pass@4 failure for Figure 5), the others succeed in most
     "protocol.step_budget=9",
 ]
-# the memory LLM double of tests/doubles.py (EvoGraph-Mem's controller REVISEs every shown insight
-# and ADDs one), so the online runs end with insight version chains (Figure 2)
-SCHEMA_LLM = [
-    "memory_backbone.same_as_agent=false",
-    "+memory_backbone._target_=doubles.SchemaLLM",
-    "+memory_backbone.name=schema-llm",
-    "~memory_backbone.fallback",
-]
+LABELLER = "schema-labeller"  # the double's name in failure_labels.jsonl
 FIG3_ABLATIONS = ("add_keep", "add_keep_archive", "all")
 
 
@@ -99,34 +91,27 @@ FIG3_ABLATIONS = ("add_keep", "add_keep_archive", "all")
 # the tree
 
 
-def pipeline(root: Path, tag: str, *args: str, doubles: bool = False) -> None:
-    """``python run.py ARGS`` into ``root`` with its own LLM cache and Hydra log folder (runs
-    of different tags go in parallel); ``doubles``: tests/ on the run's PYTHONPATH (a memory
-    LLM double as ``_target_``)."""
+def pipeline(root: Path, tag: str, *args: str) -> None:
+    """``python run.py ARGS`` into ``root`` with the memory LLM double, its own LLM cache and
+    Hydra log folder (runs of different tags go in parallel)."""
     work = root.parent
     args = [
         *args,
         *COMMON,
+        *SCHEMA_LLM,
         f"paths.results_dir={root}",
         f"paths.llm_cache={work}/llm_cache/{tag}.sqlite",
         f"paths.log_dir={work}/logs/{tag}",
     ]
-    if doubles:
-        paths = [str(ROOT / "tests"), *filter(None, [os.environ.get("PYTHONPATH")])]
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
-        proc = subprocess.run([sys.executable, str(ROOT / "run.py"), *args], cwd=ROOT, env=env,
-                              capture_output=True, text=True, timeout=600)  # fmt: skip
-    else:
-        proc = run_py(args)
+    proc = run_py(args, doubles=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
 
 
 def memco_runs(root: Path) -> None:
     """MemCo Table 1 (PDDL and ALFWorld, the six methods), then Table 12's local_only on the
     ALFWorld MemCo run's snapshot."""
-    short = "memory_backbone.fallback.max_new_tokens=48"  # the baselines' SmolLM2 answers
-    table1_pddl = ["experiment=memco_table1_pddl", "env.train_source=generated", short, *SMALL_PDDL]
-    table1_alfworld = ["experiment=memco_table1_alfworld", short, *SMALL_ALFWORLD]
+    table1_pddl = ["experiment=memco_table1_pddl", "env.train_source=generated", *SMALL_PDDL]
+    table1_alfworld = ["experiment=memco_table1_alfworld", *SMALL_ALFWORLD]
     table12 = ["experiment=memco_table12", "ablation=memco/local_only", *SMALL_ALFWORLD]
     pipeline(root, "memco", "-m", f"method={','.join(MEMCO_METHODS)}", *table1_pddl)
     pipeline(root, "memco", "-m", f"method={','.join(MEMCO_METHODS)}", *table1_alfworld)
@@ -142,36 +127,46 @@ def evograph_runs(root: Path) -> None:
     pipeline(root, "evograph", "-m", methods, *table1)
     ablations = ",".join(f"evograph/{a}" for a in FIG3_ABLATIONS)
     fig3 = ["experiment=evograph_fig3", f"ablation={ablations}", "protocol.max_eval_tasks=3",
-            "protocol.step_budget=10", *SCHEMA_LLM]  # fmt: skip
-    pipeline(root, "evograph_fig3", "-m", *fig3, doubles=True)
+            "protocol.step_budget=10"]  # fmt: skip
+    pipeline(root, "evograph_fig3", "-m", *fig3)
 
 
 def reme_runs(root: Path) -> None:
     """ReMe Table 1 on BFCL, No Memory, A-Mem, LangMem and ReMe (fixed), one train and three
     test tasks; then the failure labels of No Memory and ReMe (Figure 5(b))."""
     pipeline(root, "reme", *SMALL_REME, "method=none")
-    pipeline(root, "reme", *SMALL_REME, "method=amem", "method.max_tokens=64")
+    pipeline(root, "reme", *SMALL_REME, "method=amem")
     pipeline(root, "reme", *SMALL_REME, "method=langmem")
-    pipeline(root, "reme", *SMALL_REME, "method=reme", "method.samples=2", "method.max_tokens=48")
-    # Figure 5(b): the embedded SmolLM2 labels the failed episodes into failure_labels.jsonl
+    pipeline(root, "reme", *SMALL_REME, "method=reme", "method.samples=2")
+    # Figure 5(b): the script labels the failed episodes into failure_labels.jsonl, with the
+    # double standing in for the labeller preset (tests/results/test_failure_labels.py labels
+    # with the embedded SmolLM2)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(ROOT / "tests"), *filter(None, [os.environ.get("PYTHONPATH")])])}
     proc = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "label_failures.py"), "--results-dir", str(root),
          "--backbone", "smollm2_135m", "--set", f"backbone.cache_path={root.parent}/labels.sqlite",
+         "backbone._target_=doubles.SchemaLLM", f"backbone.name={LABELLER}",
          "--variants", "none", "reme"],
-        capture_output=True, text=True, timeout=600,
+        capture_output=True, text=True, timeout=600, env=env,
     )  # fmt: skip
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
 
 
-@pytest.fixture(scope="module")
-def tree(tmp_path_factory) -> Path:
+def _build(root: Path) -> None:
     """The results tree of the runs above, two groups at a time (the longest first)."""
-    root = tmp_path_factory.mktemp("real") / "results"
     with ThreadPoolExecutor(max_workers=2) as pool:
-        jobs = [pool.submit(f, root) for f in (memco_runs, evograph_runs, reme_runs)]
+        jobs = [pool.submit(f, root / "results") for f in (memco_runs, evograph_runs, reme_runs)]
         for job in jobs:
             job.result()
-    return root
+
+
+@pytest.fixture(scope="session")
+def tree(tmp_path_factory) -> Path:
+    return build_once(tmp_path_factory, "notebooks_tree", _build) / "results"
+
+
+pytestmark = pytest.mark.xdist_group("notebooks_tree")
 
 
 def run_dir(tree: Path, experiment: str, env: str, variant: str) -> Path:
@@ -324,7 +319,7 @@ def test_evograph_notebook_table1_and_table2(tree, tmp_path):
     assert t2.loc["evograph", "memory_token_share_pct"] == pytest.approx(share)
     usage = evo["memory_token_usage"]
     tokens = {p: u["prompt_tokens"] + u["completion_tokens"] for p, u in usage.items()}
-    assert tokens["controller"] > 0  # the controller made real SmolLM2 calls
+    assert tokens["controller"] > 0  # the controller was called and its tokens counted
     controller = 100 * tokens["controller"] / sum(tokens.values())
     assert t2.loc["evograph", "controller_token_share_pct"] == pytest.approx(controller)
     assert "WARNING" in text and f"n_tasks={evo['n_tasks']}" in text
@@ -389,7 +384,7 @@ def test_reme_notebook_table1_fig5_and_cost(tree, tmp_path):
 
     cost = pd.read_csv(out / "cost.csv").set_index("variant")
     summarize = reme["memory_token_usage"]["summarize"]
-    assert summarize["calls"] > 0  # real SmolLM2 summarizer calls
+    assert summarize["calls"] > 0  # the summarizer was called
     tokens = summarize["prompt_tokens"] + summarize["completion_tokens"]
     assert cost.loc["reme", "tokens/summarize"] == tokens
     assert cost.loc["reme", "calls/summarize"] == summarize["calls"]
@@ -504,9 +499,9 @@ def check_reme_fig5(tree: Path, out: Path) -> None:
 
 def check_reme_fig5b(tree: Path, out: Path) -> None:
     """Figure 5(b): per method, the failed tasks of repetition 0 counted by the most frequent
-    label (ties: the earliest run's) of the run's failure_labels.jsonl, which SmolLM2 wrote."""
+    label (ties: the earliest run's) of the run's failure_labels.jsonl, which the script wrote."""
     table = pd.read_csv(out / "fig5b_failure_categories.csv").fillna("")
-    assert set(table["labeller"]) == {"smollm2-135m"}
+    assert set(table["labeller"]) == {LABELLER}
     assert set(table["prompt_version"]) == {fl.PROMPT_VERSION}
     for method in ("none", "reme"):
         run = run_dir(tree, "reme_table1", "bfcl", method)
