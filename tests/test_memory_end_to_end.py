@@ -1,14 +1,22 @@
 """Evidence that each memory method works end to end with a real model: ``python run.py`` with
 the embedded SmolLM2-135M as the agent and as the memory LLM, a fresh call cache per run
-(``run_py``), and prompts recorded (``protocol.record_prompts``: each step's messages and the
-memory ids it showed). For every method the tests assert that
+(``run_py``), and each step's prompt and memory recorded (``protocol.record_prompts``: the
+messages; ``protocol.record_memory``: the memory slots' texts as rendered and the ids they
+showed). For every method the tests assert that
 
 - acquisition wrote memory (the snapshot holds entries: records, stored tasks, insights,
   experiences) through real memory-LLM calls,
 - evaluation retrieved it (non-empty ``memory_ids``),
 - the retrieved text reached the model: an entry's own text, read from the snapshot, is in the
-  prompt of a step that showed that entry,
+  memory slot of a step that showed that entry (the slot itself, not anywhere in the prompt,
+  where the worked examples and the instructions hold common actions too), and that slot's
+  text is in the step's prompt,
+- the frozen evaluation left the acquisition's snapshot byte for byte as it was written,
 - the agent model was really called (``cache_misses > 0``).
+
+Each method's runs are built once per test session (``shared_runs.build_once``) and every test
+of the method asserts on them; a method's tests share an xdist group, so one worker builds
+its runs while the others run other tests.
 
 MemCo runs as the headline demo (``python run.py`` with its defaults, capped further). G-Memory,
 EvoGraph-Mem and ReMe need solved and failed train tasks for their insight, re-ranking and
@@ -21,21 +29,20 @@ within minutes on a 2-core CPU.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from shared_runs import build_once
 
 from conftest import run_py
 from memarena.memory.memco.records import relation_signature
 
-COMMON = [
-    "env=pddl",
-    "logger=none",
-    "protocol.record_prompts=true",
-]
+RECORD = ["protocol.record_prompts=true", "protocol.record_memory=true"]
+COMMON = ["env=pddl", "logger=none", *RECORD]
 
 
 def _run(tmp_path: Path, args: list[str]) -> Path:
@@ -53,19 +60,23 @@ def _lines(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-def _shown_in_prompts(
+def _shown_in_memory_slot(
     run_dir: Path, texts: Callable[[dict, str], list], memory_run: Path | None = None
 ) -> int:
     """How many evaluation steps showed a memory entry whose own text (``texts(state, id)``,
-    from the snapshot; a string or a compiled pattern) is in the prompt of that very step
-    (``protocol.record_prompts`` keeps each step's messages and shown ids)."""
+    from the snapshot; a string or a compiled pattern) is in that step's memory slot, the slot
+    as the method rendered it (``protocol.record_memory``), with the slot's text in the step's
+    prompt (``protocol.record_prompts``): memory that was retrieved, rendered and shown."""
     state = _json((memory_run or run_dir) / "memory" / "memory.json")["state"]
     hits = 0
     for episode in _lines(run_dir / "episodes.jsonl"):
         for step in episode["trajectory"]["steps"]:
-            prompt = "\n".join(m["content"] for m in step["prompt"])
+            slots = [text for text in (step.get("memory") or {}).values() if text]
+            prompt = "\n".join(m.get("content") or "" for m in step["prompt"])
+            if not slots or not all(slot in prompt for slot in slots):
+                continue
             wanted = [t for i in step["memory_ids"] for t in texts(state, i) if t]
-            hits += any(_found(t, prompt) for t in wanted)
+            hits += any(_found(t, slot) for t in wanted for slot in slots)
     return hits
 
 
@@ -124,7 +135,7 @@ def test_the_headline_demo_promotes_records_and_shows_them_to_every_agent(tmp_pa
     proc = run_py(
         [
             "logger=none",
-            "protocol.record_prompts=true",
+            *RECORD,
             "protocol.step_budget=6",
             "protocol.max_eval_tasks=1",
             f"paths.results_dir={tmp_path}",
@@ -149,9 +160,9 @@ def test_the_headline_demo_promotes_records_and_shows_them_to_every_agent(tmp_pa
     assert metrics["retrieval_calls"] == len(steps)
     shown_global = [s for s in steps if any(i.startswith("global:") for i in s["memory_ids"])]
     assert shown_global, "no step was shown a promoted global record"
-    assert _shown_in_prompts(run, _memco_texts) > 0
+    assert _shown_in_memory_slot(run, _memco_texts) > 0
     global_only = {"agents": {}, "global": state["global"]}
-    assert _shown_in_prompts(run, lambda _, i: _memco_texts(global_only, i)) > 0
+    assert _shown_in_memory_slot(run, lambda _, i: _memco_texts(global_only, i)) > 0
 
 
 def _stored_task_texts(insights_key: str) -> Callable[[dict, str], list[str]]:
@@ -166,39 +177,96 @@ def _stored_task_texts(insights_key: str) -> Callable[[dict, str], list[str]]:
     return texts
 
 
-def _acquire_then_evaluate(tmp_path: Path, method: list[str], train: int) -> tuple[Path, Path]:
+def _acquire_then_evaluate(root: Path, method: list[str], train: int) -> None:
     """Two runs, the way a researcher evaluates a saved memory with another agent:
     acquisition with the scripted expert acting (epsilon 0.3: solved and failed tasks, which
     these methods' insight and re-ranking branches need; SmolLM2-135M solves no PDDL task) and
-    the embedded SmolLM2 as the memory LLM, then SmolLM2 as the agent on that snapshot
-    (``protocol.snapshot_from``)."""
+    the embedded SmolLM2 as the memory LLM (``root/acquire``), then SmolLM2 as the agent on
+    that snapshot (``protocol.snapshot_from``, ``root/evaluate``). The snapshot's hash before
+    the evaluation is kept in ``root/snapshot.sha256``."""
     built = _run(
-        tmp_path / "acquire",
+        root / "acquire",
         [*method, "backbone=scripted", "backbone.epsilon=0.3", "protocol.step_budget=12",
          f"protocol.max_train_tasks={train}", "protocol.max_eval_tasks=1"],
     )  # fmt: skip
     memory = _json(built / "usage.json")["memory"]  # None: the memory LLM was never built
     assert memory and memory["cache_misses"] > 0, f"the memory LLM made no call: {memory}"
     assert memory["name"] == "smollm2-135m"
+    (root / "snapshot.sha256").write_text(_sha256(built / "memory" / "memory.json"))
     run = _run(
-        tmp_path / "evaluate",
+        root / "evaluate",
         [*method, f"protocol.snapshot_from={built}", "protocol.step_budget=4",
          "protocol.max_eval_tasks=2"],
     )  # fmt: skip
     _called_the_model(run)
-    return built, run
 
 
-def test_gmemory_maintains_insights_and_shows_them_to_the_model(tmp_path):
-    method = [
-        "method=gmemory",
-        # reach the insight fine-tuning (every 2 stored tasks from the 2nd) and the merge (every
-        # 4) within 8 tasks; the paper's schedule is 5 / 20
-        "method.start_insights_threshold=2",
-        "method.rounds_per_insights=2",
-        "method.merge_every=4",
-    ]
-    built, run = _acquire_then_evaluate(tmp_path, method, train=8)
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+# each method's acquisition settings: (overrides, train tasks); see each test for why
+SPECS: dict[str, tuple[list[str], int]] = {
+    # reach the insight fine-tuning (every 2 stored tasks from the 2nd) and the merge (every
+    # 4) within 8 tasks; the paper's schedule is 5 / 20
+    "gmemory": (["method=gmemory", "method.start_insights_threshold=2",
+                 "method.rounds_per_insights=2", "method.merge_every=4"], 8),
+    "evograph": (["method=evograph"], 6),
+    "reme": ([
+        "method=reme",
+        "method.samples=2",
+        # one experience per analysis, its answer capped at 512 tokens (its schema's bound
+        # counts one token per character; SmolLM2's answers close well within it)
+        "method.max_experiences=1",
+        "method.max_tokens=512",
+        # SmolLM2 judges the summaries it wrote valid with score 0: keep every valid one, so the
+        # judged experiences reach the pool (the paper keeps score >= 0.5; the threshold's
+        # effect is tested in tests/memory/test_reme_judge.py)
+        "method.judge_min_score=0.0",
+    ], 3),
+    "memorybank": (["method=memorybank", "method.mode=faithful"], 6),
+    "voyager": (["method=voyager", "method.mode=faithful"], 6),
+    "generative_agents": (["method=generative_agents"], 6),
+    "amem": (["method=amem", "protocol.update_every=2", "method.top_k=1", "method.linked_k=1",
+              "method.max_tokens=160", "method.content_chars=1200"], 4),
+    "memrl": (["method=memrl", "protocol.update_every=2", "method.epsilon=0.0", "method.top_k=2",
+               "method.max_tokens=160", "method.intent_threshold=0.0"], 4),
+    "memskill": (["method=memskill", "method.max_tokens=200", "method.top_k_eval=5"], 3),
+}  # fmt: skip
+
+
+def _runs(tmp_path_factory, name: str) -> tuple[Path, Path]:
+    """The method's shared acquisition and evaluation run folders, built once per session."""
+    method, train = SPECS[name]
+    root = build_once(tmp_path_factory, f"e2e-{name}",
+                      lambda root: _acquire_then_evaluate(root, method, train))  # fmt: skip
+    return _only_run(root / "acquire"), _only_run(root / "evaluate")
+
+
+def _only_run(root: Path) -> Path:
+    (metrics,) = root.rglob("metrics.json")
+    return metrics.parent
+
+
+def _group(name: str):
+    return pytest.mark.xdist_group(f"e2e-{name}")
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=_group(n)) for n in SPECS])
+def test_frozen_evaluation_left_the_snapshot_as_acquisition_wrote_it(tmp_path_factory, name):
+    """The evaluation read the saved snapshot (``protocol.snapshot_from``) with the memory
+    frozen: the snapshot's bytes are those acquisition wrote, and the evaluation run holds no
+    memory of its own."""
+    built, run = _runs(tmp_path_factory, name)
+    recorded = next(p for p in built.parents if (p / "snapshot.sha256").exists())
+    assert _sha256(built / "memory" / "memory.json") == (recorded / "snapshot.sha256").read_text()
+    assert any(e["memory_ids"] for e in _lines(run / "episodes.jsonl"))  # it was read
+    assert not (run / "memory").exists()
+
+
+@_group("gmemory")
+def test_gmemory_maintains_insights_and_shows_them_to_the_model(tmp_path_factory):
+    built, run = _runs(tmp_path_factory, "gmemory")
     metrics = _json(built / "metrics.json")
     state = _json(built / "memory" / "memory.json")["state"]
     statuses = [n["status"] for n in state["queries"]["nodes"]]
@@ -211,17 +279,18 @@ def test_gmemory_maintains_insights_and_shows_them_to_the_model(tmp_path):
     evaluated = _json(run / "metrics.json")
     assert evaluated["memory_token_usage"]["relevance"]["requests"] > 0
     assert any(e["memory_ids"] for e in _lines(run / "episodes.jsonl"))
-    assert _shown_in_prompts(run, _stored_task_texts("insights"), built) > 0
+    assert _shown_in_memory_slot(run, _stored_task_texts("insights"), built) > 0
 
 
-def test_evograph_stores_trajectories_runs_its_controller_and_shows_memory(tmp_path):
+@_group("evograph")
+def test_evograph_stores_trajectories_runs_its_controller_and_shows_memory(tmp_path_factory):
     """SmolLM2-135M as EvoGraph-Mem's controller answers ``"add": false`` to every trajectory
     it was shown here (no insight is formed; the ADD / KEEP / ARCHIVE / REVISE branches with
     their effects on the graph are tested with a schema-filling LLM in
     tests/test_frozen_evaluation.py and tests/test_paper_protocols.py). What the real model
     drives is asserted: key steps and a controller decision per stored trajectory, parsed and
     counted, and the solved trajectories shown to the agent."""
-    built, run = _acquire_then_evaluate(tmp_path, ["method=evograph"], train=6)
+    built, run = _runs(tmp_path_factory, "evograph")
     metrics = _json(built / "metrics.json")
     state = _json(built / "memory" / "memory.json")["state"]
     assert len(state["queries"]["nodes"]) == 6
@@ -238,22 +307,12 @@ def test_evograph_stores_trajectories_runs_its_controller_and_shows_memory(tmp_p
         == len(state["insights"])
     )
     assert any(e["memory_ids"] for e in _lines(run / "episodes.jsonl"))
-    assert _shown_in_prompts(run, _stored_task_texts("insights"), built) > 0
+    assert _shown_in_memory_slot(run, _stored_task_texts("insights"), built) > 0
 
 
-def test_reme_distils_judged_experiences_and_shows_them_to_the_model(tmp_path):
-    method = [
-        "method=reme",
-        "method.samples=2",
-        # one experience per analysis: its longest JSON (the schema bounds every string and
-        # list) fits 512 tokens; the paper's 3 need its 768
-        "method.max_experiences=1",
-        "method.max_tokens=512",
-        # SmolLM2 judges the summaries it wrote valid with score 0: keep every valid one, so the
-        # judged experiences reach the pool (the paper keeps score >= 0.5)
-        "method.judge_min_score=0.0",
-    ]
-    built, run = _acquire_then_evaluate(tmp_path, method, train=3)
+@_group("reme")
+def test_reme_distils_judged_experiences_and_shows_them_to_the_model(tmp_path_factory):
+    built, run = _runs(tmp_path_factory, "reme")
     metrics = _json(built / "metrics.json")
     usage = metrics["memory_token_usage"]
     for purpose in ("summarize", "judge"):
@@ -261,7 +320,7 @@ def test_reme_distils_judged_experiences_and_shows_them_to_the_model(tmp_path):
     state = _json(built / "memory" / "memory.json")["state"]
     assert metrics["memory_experiences"] == len(state["pool"]["items"]) > 0
     assert any(e["memory_ids"] for e in _lines(run / "episodes.jsonl"))
-    assert _shown_in_prompts(run, _reme_texts, built) > 0
+    assert _shown_in_memory_slot(run, _reme_texts, built) > 0
 
 
 @pytest.mark.parametrize("method", ["none", "icl"])
@@ -292,12 +351,12 @@ def _skill_texts(state: dict, entry_id: str) -> list[str]:
     return out
 
 
-def test_memorybank_faithful_summarises_forgets_and_shows_memory(tmp_path):
+@_group("memorybank")
+def test_memorybank_faithful_summarises_forgets_and_shows_memory(tmp_path_factory):
     """Faithful MemoryBank with SmolLM2 summarising: the episode summaries (one batched call)
     and the overview are written, the forgetting curve drops the memories not recalled (the
     clock is the task index), and what survived reaches the agent's prompt."""
-    built, run = _acquire_then_evaluate(tmp_path, ["method=memorybank", "method.mode=faithful"],
-                                        train=6)  # fmt: skip
+    built, run = _runs(tmp_path_factory, "memorybank")
     assert built.parts[-3] == "memorybank_faithful"
     metrics = _json(built / "metrics.json")
     usage = metrics["memory_token_usage"]
@@ -306,12 +365,12 @@ def test_memorybank_faithful_summarises_forgets_and_shows_memory(tmp_path):
     assert metrics["memory_writes"] == 6
     assert metrics["memory_forgotten"] == 6 - len(state["tasks"]) > 0 and state["tasks"]
     assert any(e["memory_ids"] for e in _lines(run / "episodes.jsonl"))
-    assert _shown_in_prompts(run, _task_texts, built) > 0
+    assert _shown_in_memory_slot(run, _task_texts, built) > 0
 
 
-def test_voyager_faithful_writes_skills_from_successes_and_shows_them(tmp_path):
-    built, run = _acquire_then_evaluate(tmp_path, ["method=voyager", "method.mode=faithful"],
-                                        train=6)  # fmt: skip
+@_group("voyager")
+def test_voyager_faithful_writes_skills_from_successes_and_shows_them(tmp_path_factory):
+    built, run = _runs(tmp_path_factory, "voyager")
     metrics = _json(built / "metrics.json")
     episodes = _lines(built / "acquisition.jsonl")
     solved = sum(e["success"] for e in episodes)
@@ -322,14 +381,15 @@ def test_voyager_faithful_writes_skills_from_successes_and_shows_them(tmp_path):
     assert len(skills) + len(state["library"]["replaced"]) == solved
     assert all(s["program"] for s in skills)
     assert any(e["memory_ids"] for e in _lines(run / "episodes.jsonl"))
-    assert _shown_in_prompts(run, _skill_texts, built) > 0
+    assert _shown_in_memory_slot(run, _skill_texts, built) > 0
 
 
-def test_generative_agents_parity_reranks_with_the_model_and_shows_the_best(tmp_path):
+@_group("generative_agents")
+def test_generative_agents_parity_reranks_with_the_model_and_shows_the_best(tmp_path_factory):
     """Parity Generative Agents stores tasks under their raw text (no LLM at write time); at
     evaluation SmolLM2 rates two solved candidates per task, in one batched call for the tasks
     that start together, and the best-rated one is shown."""
-    built, run = _acquire_then_evaluate(tmp_path, ["method=generative_agents"], train=6)
+    built, run = _runs(tmp_path_factory, "generative_agents")
     assert _json(built / "metrics.json")["memory_writes"] == 6
     state = _json(built / "memory" / "memory.json")["state"]
     candidates = min(2, sum(t["success"] for t in state["tasks"]))  # 2k solved, k = 1
@@ -341,7 +401,7 @@ def test_generative_agents_parity_reranks_with_the_model_and_shows_the_best(tmp_
     spent = [e["memory_cost"]["usage"]["relevance"]["requests"] for e in episodes]
     assert sum(spent) == 2 * candidates  # the batch's cost shared among its episodes
     assert all(len(e["memory_ids"]) == 1 for e in episodes)
-    assert _shown_in_prompts(run, _task_texts, built) > 0
+    assert _shown_in_memory_slot(run, _task_texts, built) > 0
 
 
 # --- MemCo's and ReMe's baselines ------------------------------------------------------------
@@ -354,14 +414,13 @@ def _experience_texts(state: dict, entry_id: str) -> list[str]:
     return [f"Task: {e['goal']}" for e in state["experiences"] if e["id"] == entry_id]
 
 
-def test_amem_analyses_evolves_and_shows_notes(tmp_path):
+@_group("amem")
+def test_amem_analyses_evolves_and_shows_notes(tmp_path_factory):
     """A-Mem (full) with SmolLM2 as the memory LLM: one analysis per note and one evolution
     decision per note that had earlier neighbours, both batched per acquisition wave (2 waves of
     2 tasks); the notes (with their linked ones) reach the agent's prompt. Short notes and one
     retrieved note keep the module within minutes on a 2-core CPU."""
-    method = ["method=amem", "protocol.update_every=2", "method.top_k=1", "method.linked_k=1",
-              "method.max_tokens=160", "method.content_chars=1200"]  # fmt: skip
-    built, run = _acquire_then_evaluate(tmp_path, method, train=4)
+    built, run = _runs(tmp_path_factory, "amem")
     assert built.parts[-3] == "amem_full"
     usage = _json(built / "metrics.json")["memory_token_usage"]
     assert (usage["analysis"]["requests"], usage["analysis"]["calls"]) == (4, 2)
@@ -369,18 +428,15 @@ def test_amem_analyses_evolves_and_shows_notes(tmp_path):
     state = _json(built / "memory" / "memory.json")["state"]
     assert len(state["notes"]) == 4
     assert any(e["memory_ids"] for e in _lines(run / "episodes.jsonl"))
-    assert _shown_in_prompts(run, _note_texts, built) > 0
+    assert _shown_in_memory_slot(run, _note_texts, built) > 0
 
 
-def test_memrl_learns_values_and_shows_experiences(tmp_path):
+@_group("memrl")
+def test_memrl_learns_values_and_shows_experiences(tmp_path_factory):
     """MemRL with SmolLM2 writing scripts and reflections; acquisition in waves of 2, so later
     waves retrieve experiences and update their Q from the outcome; the experiences reach the
     agent's prompt at evaluation."""
-    # the 4 train tasks are of 4 PDDL domains: tau 0 lets the second wave retrieve the first
-    # wave's experiences across domains (the paper's 0.5 keeps same-domain ones)
-    method = ["method=memrl", "protocol.update_every=2", "method.epsilon=0.0", "method.top_k=2",
-              "method.max_tokens=160", "method.intent_threshold=0.0"]  # fmt: skip
-    built, run = _acquire_then_evaluate(tmp_path, method, train=4)
+    built, run = _runs(tmp_path_factory, "memrl")
     metrics = _json(built / "metrics.json")
     usage = metrics["memory_token_usage"]
     # a script per solved task, a reflection per failed one
@@ -389,18 +445,18 @@ def test_memrl_learns_values_and_shows_experiences(tmp_path):
     state = _json(built / "memory" / "memory.json")["state"]
     assert any(e["visits"] > 0 and e["q"] != 0.0 for e in state["experiences"])
     assert any(e["memory_ids"] for e in _lines(run / "episodes.jsonl"))
-    assert _shown_in_prompts(run, _experience_texts, built) > 0
+    assert _shown_in_memory_slot(run, _experience_texts, built) > 0
 
 
 def _item_texts(state: dict, entry_id: str) -> list[str]:
     return [text for item_id, text in state["memory"]["items"].items() if item_id == entry_id]
 
 
-def test_memskill_controller_and_executor_write_items_that_reach_the_model(tmp_path):
+@_group("memskill")
+def test_memskill_controller_and_executor_write_items_that_reach_the_model(tmp_path_factory):
     """MemSkill with SmolLM2 as controller and executor: one controller and one executor call
     per acquisition wave; the items it inserted are shown at evaluation (top_k_eval)."""
-    method = ["method=memskill", "method.max_tokens=200", "method.top_k_eval=5"]
-    built, run = _acquire_then_evaluate(tmp_path, method, train=3)
+    built, run = _runs(tmp_path_factory, "memskill")
     metrics = _json(built / "metrics.json")
     usage = metrics["memory_token_usage"]
     assert usage["controller"]["requests"] == usage["executor"]["requests"] == 3
@@ -408,4 +464,4 @@ def test_memskill_controller_and_executor_write_items_that_reach_the_model(tmp_p
     assert metrics["memory_entries"] == len(state["memory"]["items"]) > 0
     assert metrics["memory_operations"]["insert"] > 0
     assert any(e["memory_ids"] for e in _lines(run / "episodes.jsonl"))
-    assert _shown_in_prompts(run, _item_texts, built) > 0
+    assert _shown_in_memory_slot(run, _item_texts, built) > 0
