@@ -17,13 +17,12 @@ from pathlib import Path
 
 import pytest
 
-PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
 DEFAULT_MARKS = ("", "not full")  # pyproject's addopts: the suite as `make test` runs it
 _STATE: dict = {}
 
 
-def budget_minutes(pyproject: Path = PYPROJECT) -> float:
-    """``[tool.memarena.tests] budget_minutes`` of pyproject.toml."""
+def budget_minutes(pyproject: Path) -> float:
+    """``[tool.memarena.tests] budget_minutes`` of ``pyproject`` (the rootdir's pyproject.toml)."""
     settings = tomllib.loads(pyproject.read_text())
     try:
         return float(settings["tool"]["memarena"]["tests"]["budget_minutes"])
@@ -79,7 +78,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if _is_worker(config) or "start" not in _STATE or config.option.collectonly:
         return
     wall = time.monotonic() - _STATE["start"]
-    budget = budget_minutes()
+    budget = budget_minutes(config.rootpath / "pyproject.toml")
     _STATE["lines"] = [
         f"test suite wall time: {_clock(wall)} (budget {budget:g} minutes, pyproject.toml)"
     ]
