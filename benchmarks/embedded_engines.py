@@ -137,7 +137,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--decode-tokens", type=int, default=64)
     parser.add_argument("--engines", nargs="+", default=["float32", "int4", "llama.cpp"],
-                        choices=["float32", "int4", "llama.cpp"])  # fmt: skip
+                        choices=["float32", "int4", "bf16-int4", "llama.cpp"])  # fmt: skip
     args = parser.parse_args()
     models = CONF.parent / ".cache" / "models"
     common = dict(device="cpu", dtype="float32", cache_path=None, num_threads=args.threads,
@@ -149,6 +149,9 @@ def main() -> None:
     if "int4" in args.engines:
         int4 = HFBackbone(**common, decode_weights="int4")
         runners.append(HFRunner("hf int4", int4, args.decode_tokens))
+    if "bf16-int4" in args.engines:
+        bf16 = HFBackbone(**{**common, "dtype": "bfloat16"}, decode_weights="int4")
+        runners.append(HFRunner("hf bf16 int4", bf16, args.decode_tokens))
     version = None
     if "llama.cpp" in args.engines:
         llama = LlamaRunner(args.threads, args.decode_tokens,

@@ -271,7 +271,7 @@ def test_missing_embedded_package_names_the_pip_command(monkeypatch):
     ("kwargs", "match"),
     [
         ({"device": "tpu"}, "Valid choices: auto, cpu, cuda"),
-        ({"dtype": "int3"}, "Valid choices: auto, float32"),
+        ({"dtype": "int3"}, "Valid choices: auto, fast, float32"),
         ({"batch_size": 0}, "batch_size"),
         ({"num_threads": 0}, "num_threads"),
     ],

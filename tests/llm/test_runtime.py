@@ -204,8 +204,17 @@ def test_dtype_rules(monkeypatch):
     for name, dtype in [("bf16", torch.bfloat16), ("torch.float16", torch.float16),
                         ("half", torch.float16), ("FP32", torch.float32)]:  # fmt: skip
         assert runtime.resolve_dtype(name, CPU, prefix="backbone") == dtype
-    with pytest.raises(ConfigError, match=r"embedder\.dtype=int4 .* Valid choices: auto, float32"):
+    with pytest.raises(ConfigError, match=r"embedder\.dtype=int4 .* Valid choices: auto, fast"):
         runtime.resolve_dtype("int4", CPU, prefix="embedder")
+
+
+def test_fast_dtype_is_bfloat16_where_the_cpu_computes_it_natively(monkeypatch):
+    for native, dtype in [(True, torch.bfloat16), (False, torch.float32)]:
+        monkeypatch.setattr(runtime, "cpu_has_native_bf16", lambda native=native: native)
+        assert runtime.resolve_dtype("fast", CPU, prefix="backbone") == dtype
+        assert runtime.resolve_dtype("auto", CPU, prefix="backbone") == torch.float32
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: True)
+    assert runtime.resolve_dtype("fast", torch.device("cuda"), prefix="backbone") == torch.bfloat16
 
 
 def test_auto_threads_take_half_the_cores(monkeypatch, keep_threads):

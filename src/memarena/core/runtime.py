@@ -121,23 +121,38 @@ def resolve_dtype(dtype: str | None, device: torch.device, *, prefix: str) -> to
     ``auto`` (or null): bfloat16 on a CUDA GPU (float16 on one without bfloat16 support);
     float32 on a CPU and on mps. float32 on CPUs: bfloat16 is faster where the CPU has native
     bf16, but its noise flips near-tied tokens of a small model, so outputs would change with
-    the padding of the batch a request lands in (ask for it explicitly). Explicit names:
+    the padding of the batch a request lands in (ask for it explicitly). ``fast``: as
+    ``auto``, but bfloat16 on a CPU that computes it natively (:func:`cpu_has_native_bf16`;
+    ~3x faster prefill measured on AMX, the embedded backbone's setting). Explicit names:
     float32 (fp32, float), bfloat16 (bf16), float16 (fp16, half), with or without ``torch.``.
     (Merged: the embedder used to take bfloat16 on any CUDA GPU and no aliases.)
     """
     import torch
 
     name = str(dtype or "auto").strip().lower().removeprefix("torch.")
-    if name == "auto":
+    if name in ("auto", "fast"):
         if device.type == "cuda":
             return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        if name == "fast" and device.type == "cpu" and cpu_has_native_bf16():
+            return torch.bfloat16
         return torch.float32
     if name not in DTYPE_ALIASES:
         raise ConfigError(
-            f"memarena: {prefix}.dtype={dtype} is not supported. Valid choices: auto, float32, "
-            "bfloat16, float16."
+            f"memarena: {prefix}.dtype={dtype} is not supported. Valid choices: auto, fast, "
+            "float32, bfloat16, float16."
         )
     return getattr(torch, DTYPE_ALIASES[name])
+
+
+def cpu_has_native_bf16() -> bool:
+    """Whether this CPU computes bfloat16 matmuls natively (AVX512-BF16 or AMX, as oneDNN
+    reports it); elsewhere bfloat16 is emulated and slower than float32."""
+    import torch
+
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):
+        return False
 
 
 def set_cpu_threads(num_threads: int | str | None, device: torch.device, *, prefix: str) -> int:

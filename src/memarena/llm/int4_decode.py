@@ -76,10 +76,14 @@ class Int4Linear:
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         """``x`` [rows, in] (any float dtype) -> [rows, out] float32."""
-        y = torch.ops.aten._weight_int4pack_mm_for_cpu(
-            x.to(torch.bfloat16), self.packed, GROUP, self.scales
-        ).float()
+        y = self.raw(x).float()
         return y if self.bias is None else y + self.bias
+
+    def raw(self, x: torch.Tensor) -> torch.Tensor:
+        """The kernel's bfloat16 output, bias not added."""
+        return torch.ops.aten._weight_int4pack_mm_for_cpu(
+            x.to(torch.bfloat16), self.packed, GROUP, self.scales
+        )
 
 
 def pack_int4(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -127,6 +131,7 @@ class Int4Decoder:
         self.head_dim = _head_dim(config)
         self.eps = float(config.rms_norm_eps)
         self.scaling = self.head_dim**-0.5
+        self.kv_dtype = model.dtype  # the prefill writes the KV cache in the model's dtype
         self.rotary = inner.rotary_emb
         self.embed = inner.embed_tokens.weight.detach()
         self.final_norm = inner.norm.weight.detach().float()
@@ -174,11 +179,8 @@ class Int4Decoder:
         x = self.embed[tokens].float()
         cos, sin = self.rotary(x[:, None, :], positions[:, None])
         cos, sin = cos.float(), sin.float()  # [rows, 1, dim]: broadcast over heads
-        bias = None
-        if not bool(mask.all()):  # padded rows: the padding columns get no attention
-            bias = torch.zeros(mask.shape, dtype=torch.float32)
-            bias.masked_fill_(mask == 0, float("-inf"))
-            bias = bias[:, None, None, :]
+        padded = not bool(mask.all())  # padded rows: the padding columns get no attention
+        keep = mask.bool()[:, None, None, :] if padded else None
         rotated = heads + kv_heads  # q and k heads, rotated together
         group = heads // kv_heads
         for layer, buffer in zip(self.layers, cache_layers, strict=True):
@@ -187,19 +189,31 @@ class Int4Decoder:
             if layer.q_norm is not None:
                 qk = torch.cat([self._norm(qk[:, :heads], layer.q_norm),
                                 self._norm(qk[:, heads:], layer.k_norm)], dim=1)  # fmt: skip
-            qk = _rotate(qk, cos, sin)
-            keys, values = buffer.update(qk[:, heads:, None], v[:, :, None])
+            qk = _rotate(qk, cos, sin).to(self.kv_dtype)
+            keys, values = buffer.update(qk[:, heads:, None], v[:, :, None].to(self.kv_dtype))
             # grouped-query attention without repeating the cache: the query heads that share
             # a KV head are that head's "query positions"
-            q = qk[:, :heads].reshape(rows, kv_heads, group, dim) * self.scaling
-            scores = torch.matmul(q, keys.transpose(-1, -2))
-            if bias is not None:
-                scores = scores + bias
-            attended = torch.matmul(torch.softmax(scores, dim=-1), values)
+            q = qk[:, :heads].reshape(rows, kv_heads, group, dim)
+            attended = self._attend(q, keys, values, keep)
             x = x + layer.out(attended.reshape(rows, heads * dim))
-            gate, up = layer.gate_up(self._norm(x, layer.mlp_norm)).chunk(2, dim=-1)
-            x = x + layer.down(F.silu(gate) * up)
+            # the MLP's inner activation stays in the kernel's bfloat16
+            gate, up = layer.gate_up.raw(self._norm(x, layer.mlp_norm)).chunk(2, dim=-1)
+            x = x + layer.down.raw(F.silu(gate) * up)
         return self.lm_head(self._norm(x, self.final_norm))
+
+    def _attend(self, q, keys, values, keep) -> torch.Tensor:
+        """Attention of ``q`` [rows, kv heads, group, dim] over the cache, float32 out. A
+        bfloat16/float16 cache goes through torch's fused attention kernel (one read of the
+        cache at the CPU's bf16 speed); a float32 cache through two matmuls with the softmax
+        between (the fused kernel is slower there, measured)."""
+        if self.kv_dtype != torch.float32:
+            return F.scaled_dot_product_attention(
+                q, keys, values, attn_mask=keep, scale=self.scaling
+            ).float()
+        scores = torch.matmul(q * self.scaling, keys.transpose(-1, -2))
+        if keep is not None:
+            scores = scores.masked_fill(~keep, float("-inf"))
+        return torch.matmul(torch.softmax(scores, dim=-1), values)
 
 
 def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
