@@ -1,5 +1,6 @@
-"""`python run.py` end to end: the issue's check command, multirun, W&B offline files, the
-embedded model, and the overview notebook on results made by a real run."""
+"""`python run.py` end to end: the issue's check command, multirun, W&B offline files and the
+overview notebook on results made by a real run (the embedded model end to end, from a fresh
+cache folder: tests/test_memory_end_to_end.py::test_methods_without_memory_show_none)."""
 
 from __future__ import annotations
 
@@ -103,24 +104,3 @@ def test_cluster_launchers_compose(launcher):
     proc = run_py(["--cfg", "hydra", f"launcher={launcher}"], timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert {"slurm": "submitit_slurm", "ray": "ray"}[launcher] in proc.stdout
-
-
-def test_embedded_model_end_to_end(tmp_path):
-    proc = run_py(
-        [
-            "env=pddl",
-            "method=icl",
-            "protocol.max_train_tasks=2",
-            "protocol.max_eval_tasks=2",
-            "protocol.step_budget=3",
-            f"paths.results_dir={tmp_path}",
-            "logger=none",
-            f"paths.cache_dir={tmp_path}/cache",
-        ]
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    (metrics,) = _metrics(tmp_path)
-    assert metrics["backbone_is_llm"] is True and metrics["n_episodes"] == 2
-    assert metrics["tokens_per_task"] > 0
-    usage = json.loads(next(tmp_path.rglob("usage.json")).read_text())
-    assert usage["agent"]["cache_misses"] > 0 and usage["agent"]["prompt_tokens"] > 0

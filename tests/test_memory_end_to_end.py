@@ -325,9 +325,18 @@ def test_reme_distils_judged_experiences_and_shows_them_to_the_model(tmp_path_fa
 
 @pytest.mark.parametrize("method", ["none", "icl"])
 def test_methods_without_memory_show_none(tmp_path, method):
-    run = _run(tmp_path, [f"method={method}", "protocol.step_budget=1",
-                          "protocol.max_eval_tasks=2"])  # fmt: skip
+    """The embedded model end to end without memory (ICL from a fresh cache folder: the GGUF
+    read and converted to safetensors there, as on a new machine): the agent was called, its
+    tokens counted, and no memory was written or shown."""
+    fresh = [f"paths.cache_dir={tmp_path}/cache", f"paths.llm_cache={tmp_path}/calls.sqlite"]
+    caps = ["protocol.step_budget=1", "protocol.max_eval_tasks=2"]
+    run = _run(tmp_path, [f"method={method}", *caps, *(fresh if method == "icl" else [])])
     _called_the_model(run)
+    metrics = _json(run / "metrics.json")
+    assert metrics["backbone_is_llm"] is True and metrics["n_episodes"] == 2
+    assert metrics["tokens_per_task"] > 0 and _json(run / "usage.json")["agent"]["prompt_tokens"]
+    if method == "icl":
+        assert any((tmp_path / "cache" / "models").iterdir())  # the converted weights
     assert not (run / "memory").exists()
     assert all(not e["memory_ids"] for e in _lines(run / "episodes.jsonl"))
 
