@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CONF = ROOT / "conf"
 SHARED_DATA = ROOT.parent / "shared" / "data"
 NOTEBOOK = ROOT / "notebooks" / "00_overview.ipynb"
+MODELS_DIR = ROOT / ".cache" / "models"  # paths.models_dir of a run with the default paths
 
 
 def _usable_cores() -> int:
@@ -75,8 +76,10 @@ def run_py(args: list[str], cwd: Path = ROOT, timeout: int = 600, doubles: bool 
     folder's ``.llm_calls.sqlite`` unless the test sets ``paths.llm_cache`` or
     ``paths.cache_dir`` itself, so a test calls the model on its first run (and replays on a
     resume into the same folder), never a cache another test or an earlier session left in
-    the repository. ``doubles``: tests/ on the run's PYTHONPATH, so a config may name a test
-    double (``SCHEMA_LLM``) as a ``_target_``."""
+    the repository. A test that gives its own ``paths.cache_dir`` (fresh generated data and
+    call cache) still reads the converted embedded model from ``MODELS_DIR`` unless it sets
+    ``paths.models_dir`` too. ``doubles``: tests/ on the run's PYTHONPATH, so a config may name
+    a test double (``SCHEMA_LLM``) as a ``_target_``."""
     import subprocess
 
     given = {a.split("=", 1)[0].lstrip("+~") for a in args if "=" in a}
@@ -86,6 +89,8 @@ def run_py(args: list[str], cwd: Path = ROOT, timeout: int = 600, doubles: bool 
         assert results is not None, "run_py: give paths.results_dir=<a tmp_path> (never ./results)"
         if not given & {"paths.llm_cache", "paths.cache_dir"}:
             args = [*args, f"paths.llm_cache={results}/.llm_calls.sqlite"]
+        if "paths.cache_dir" in given and "paths.models_dir" not in given:
+            args = [*args, f"paths.models_dir={MODELS_DIR}"]  # converted once, not per test
     env = None
     if doubles:
         paths = [str(ROOT / "tests"), *filter(None, [os.environ.get("PYTHONPATH")])]

@@ -17,7 +17,7 @@ from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from omegaconf import OmegaConf
 
-from conftest import CONF, compose_cfg, run_py
+from conftest import CONF, MODELS_DIR, compose_cfg, run_py
 from memarena.agent import Policy, as_policy
 from memarena.config_check import group_options
 from memarena.core import ConfigError, Env, MemoryMethod, MemoryServices, runtime
@@ -51,7 +51,9 @@ def standins(monkeypatch, tmp_path):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-key")
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_text(json.dumps({"title": "Kestrel Bay", "text": "A town."}) + "\n")
-    return [f"paths.cache_dir={tmp_path / 'cache'}", f"paths.results_dir={tmp_path}"], corpus
+    paths = [f"paths.cache_dir={tmp_path / 'cache'}", f"paths.results_dir={tmp_path}",
+             f"paths.models_dir={MODELS_DIR}"]  # the embedded model converted once  # fmt: skip
+    return paths, corpus
 
 
 def _options(group: str) -> list[str]:

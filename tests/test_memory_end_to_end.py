@@ -328,7 +328,7 @@ def test_methods_without_memory_show_none(tmp_path, method):
     """The embedded model end to end without memory (ICL from a fresh cache folder: the GGUF
     read and converted to safetensors there, as on a new machine): the agent was called, its
     tokens counted, and no memory was written or shown."""
-    fresh = [f"paths.cache_dir={tmp_path}/cache", f"paths.llm_cache={tmp_path}/calls.sqlite"]
+    fresh = [f"paths.cache_dir={tmp_path}/cache", f"paths.models_dir={tmp_path}/cache/models"]
     caps = ["protocol.step_budget=1", "protocol.max_eval_tasks=2"]
     run = _run(tmp_path, [f"method={method}", *caps, *(fresh if method == "icl" else [])])
     _called_the_model(run)

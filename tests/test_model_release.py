@@ -7,7 +7,7 @@ from __future__ import annotations
 import gc
 import weakref
 
-from conftest import compose_cfg
+from conftest import MODELS_DIR, compose_cfg
 from memarena.core import runtime
 from memarena.pipeline import run
 
@@ -41,6 +41,7 @@ def test_each_job_releases_its_models_before_the_next_loads(tmp_path, monkeypatc
         "protocol.step_budget=2",
         f"paths.results_dir={tmp_path}",
         f"paths.cache_dir={tmp_path / 'cache'}",
+        f"paths.models_dir={MODELS_DIR}",  # the embedded model converted once
         "backbone.cache_path=null",
     ]
     for dtype in ("float32", "bfloat16"):  # two backbones: two model identities

@@ -191,7 +191,7 @@ def _sampled_run(tmp_path: Path, seed: int) -> list[list[str]]:
             "logger=none",
             f"seed={seed}",
             f"paths.results_dir={tmp_path / 'results'}",
-            f"paths.cache_dir={tmp_path / 'cache'}",  # a fresh call cache per run
+            f"paths.llm_cache={tmp_path / 'calls.sqlite'}",  # a fresh call cache per run
         ],
         timeout=900,
     )
