@@ -246,7 +246,7 @@ def test_pddl_evaluation_through_the_pipeline(server, tmp_path):
         [
             "env=pddl",
             "env.domains=[gripper]",
-            "protocol.step_budget=4",
+            "protocol.step_budget=2",  # two episodes, two requests each: every step a real call
             "method=none",
             "backbone=openai_server",
             f"backbone.base_url={server}",
