@@ -1,5 +1,5 @@
-"""The embedded SmolLM2-135M on CPU: the hf engine's float32 decode, its int4 decode and
-llama-cpp-python on the same prompts, in one run.
+"""The embedded SmolLM2-135M on CPU: the hf engine before issue 32 (float32), its int4 decode
+with a float32 or a bfloat16 prefill, and llama-cpp-python on the same prompts, in one run.
 
     python benchmarks/embedded_engines.py --prompts 4 --rounds 3 --threads 1
 
@@ -16,8 +16,10 @@ and reported as medians over all rounds:
 
 ``hf float32`` is the transformers forward over the dequantized float32 copy (the engine
 before issue 32); ``hf int4`` the same prefill with 4-bit decode steps
-(``backbone.decode_weights=int4``, :mod:`memarena.llm.int4_decode`, the embedded preset's
-setting); ``llama.cpp`` reads the packaged Q4_1 GGUF with its own prompt cache. All get the
+(``backbone.decode_weights=int4``, :mod:`memarena.llm.int4_decode`: the embedded preset on a
+CPU without native bfloat16); ``hf bf16 int4`` a bfloat16 prefill and cache with the same
+decode (the embedded preset's ``dtype: fast`` on a CPU with native bfloat16); ``llama.cpp``
+reads the packaged Q4_1 GGUF with its own prompt cache. All get the
 same token ids and ``--threads`` threads (1 by default: the hf engine's setting on 2 cores).
 """
 
@@ -136,8 +138,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--decode-tokens", type=int, default=64)
-    parser.add_argument("--engines", nargs="+", default=["float32", "int4", "llama.cpp"],
-                        choices=["float32", "int4", "bf16-int4", "llama.cpp"])  # fmt: skip
+    engines = ["float32", "int4", "bf16-int4", "llama.cpp"]
+    parser.add_argument("--engines", nargs="+", default=engines, choices=engines)
     args = parser.parse_args()
     models = CONF.parent / ".cache" / "models"
     common = dict(device="cpu", dtype="float32", cache_path=None, num_threads=args.threads,
@@ -180,8 +182,9 @@ def main() -> None:
         }
         for runner in runners
     }
-    print(json.dumps({"llama_cpp": version, "threads": args.threads, "prompt_tokens": tokens,
-                      "decode_tokens": args.decode_tokens, "engines": table}, indent=2))  # fmt: skip
+    report = {"llama_cpp": version, "threads": args.threads, "prompt_tokens": tokens,
+              "decode_tokens": args.decode_tokens, "engines": table}  # fmt: skip
+    print(json.dumps(report, indent=2))
 
 
 if __name__ == "__main__":
