@@ -71,6 +71,7 @@ class RunnerSettings:
     action_mode: str = "choice"  # "choice" (constrained to admissible actions) or "free"
     temperature: float = 0.0
     max_tokens: int = 48
+    stop: tuple[str, ...] = ()  # a free reply ends at any of these (protocol.stop)
     seed: int = 0
     max_failed_batches: int = 3  # consecutive all-failed steps before the run stops
     record_prompts: bool = False  # keep each step's messages in its Step (protocol.record_prompts)
@@ -335,6 +336,7 @@ class EpisodeRunner:
             max_tokens=self.s.max_tokens,
             seed=stable_seed(self.s.seed, key),
             tools=tools,
+            stop=list(self.s.stop) if self.s.stop and choices is None else None,
         )
         return Decision(request, item.episode, key)
 

@@ -49,6 +49,17 @@ Evaluation (test split)
     the agent's prompt keeps, for a method whose mechanism is that window (MemoryBank's
     forgetting inside a task, as G-Memory's code runs it).
 
+Per-domain memories (MemCo's protocol, ``protocol.domain_memories: per_domain``)
+    The pipeline keeps one instance of the method per source domain (``task.domain``), each
+    acquiring only its domain's train tasks, and none of them reads another's memory while
+    acquiring. When acquisition is done, and only then, a method with ``has_global = True``
+    gets a global memory: a fresh instance whose :meth:`merge_domains` fills it from every
+    domain's memory. Evaluation runs one view per domain (that domain's agent on the whole test
+    set), whose retrievals go to :meth:`retrieve_in_team` on the domain's memory with the global
+    one (default: the domain's own :meth:`retrieve`, no global). A method that keeps per-domain
+    memories itself (MemCo) sets ``own_domain_memories = True`` and is not wrapped
+    (:mod:`memarena.memory.team`).
+
 Snapshot
     :meth:`save` / :meth:`load` write and read ``memory.json`` with ``name`` and
     ``schema_version``; implement :meth:`state_dict` / :meth:`load_state_dict` (JSON values
@@ -149,6 +160,9 @@ class MemoryMethod:
     benchmark_examples: int | str | None = None
     # the agent's in-task history window this method imposes (None: ``protocol.history_steps``)
     history_steps: int | None = None
+    # -- per-domain memories (protocol.domain_memories: per_domain; see the module docstring)
+    has_global: bool = False  # True: merge_domains builds a global memory after acquisition
+    own_domain_memories: bool = False  # True: the method keeps per-domain memories itself
 
     def __init__(
         self,
@@ -221,6 +235,20 @@ class MemoryMethod:
         """Select the view for the following retrievals (see :meth:`eval_views`)."""
         if view is not None:
             raise ConfigError(f"memory '{self.name}' has no evaluation view {view!r}")
+
+    def merge_domains(self, memories: dict[str, MemoryMethod]) -> None:
+        """Called on a fresh instance (same config) that becomes the global memory, once every
+        domain's memory (``{domain: memory}``, sorted by domain) has finished acquiring; only
+        when ``has_global``. Default: nothing."""
+        return None
+
+    def retrieve_in_team(
+        self, query: MemoryQuery, global_memory: MemoryMethod | None
+    ) -> MemoryContext:
+        """A domain agent's retrieval during evaluation under per-domain memories: this
+        domain's memory with the global one (None without ``has_global``). Default: this
+        memory's own :meth:`retrieve`."""
+        return self.retrieve(query)
 
     def freeze(self) -> None:
         """Stop learning (frozen evaluation)."""

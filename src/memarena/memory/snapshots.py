@@ -62,10 +62,20 @@ def load_snapshot(path: Path) -> dict[str, Any]:
     return blob
 
 
+def package_of(method: str) -> str:
+    """The method package a snapshot's method name belongs to: the name itself, or its longest
+    ``_``-separated prefix that is a package (``amem_lite`` is A-Mem's)."""
+    known, parts = known_methods(), method.split("_")
+    for n in range(len(parts), 0, -1):
+        if "_".join(parts[:n]) in known:
+            return "_".join(parts[:n])
+    return method
+
+
 def describe_snapshot(blob: dict[str, Any], **options: Any) -> str:
     """The text of a snapshot, by its method's ``inspect.describe``. ``options`` it does not
     take are left out (``threshold``, ``alpha`` and ``rule`` are MemCo's)."""
-    method = str(blob.get("method"))
+    method = package_of(str(blob.get("method")))
     if method not in known_methods():
         raise ConfigError(
             f"memarena: no inspector for a snapshot of method={method}; known methods: "
@@ -74,7 +84,16 @@ def describe_snapshot(blob: dict[str, Any], **options: Any) -> str:
         )
     describe = importlib.import_module(f"memarena.memory.{method}.inspect").describe
     taken = inspect.signature(describe).parameters
-    return describe(blob["state"], **{k: v for k, v in options.items() if k in taken})
+    kept = {k: v for k, v in options.items() if k in taken}
+    state = blob["state"]
+    if "domain_memories" in state:  # per-domain memories (memory/team.py): each, then the global
+        parts = [
+            f"== domain {d} ==\n{describe(s, **kept)}" for d, s in state["domain_memories"].items()
+        ]
+        if state.get("global") is not None:
+            parts.append(f"== global ==\n{describe(state['global'], **kept)}")
+        return "\n\n".join(parts)
+    return describe(state, **kept)
 
 
 # -- helpers for the per-method modules -----------------------------------------------------------

@@ -21,6 +21,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from memarena.agent import LLMPolicy, Policy, RunnerSettings, as_policy
 from memarena.core import Backbone, ConfigError, Env, MemarenaError, MemoryMethod, MemoryServices
+from memarena.memory.team import DomainTeam
 from memarena.pipeline.identity import config_identity, run_info
 from memarena.pipeline.protocol import ProtocolSettings
 from memarena.pipeline.validate import validate
@@ -149,6 +150,14 @@ def build(
         embedder_factory=lambda: build_part(cfg.embedder),
     )
     memory: MemoryMethod = build_part(cfg.method, services=services, env_name=cfg.env.name)
+    if (
+        protocol.domain_memories == "per_domain"
+        and memory.learns
+        and not memory.own_domain_memories
+    ):
+        memory = DomainTeam(
+            lambda: build_part(cfg.method, services=services, env_name=cfg.env.name), memory
+        )
     # a method without memory (none, icl) has no snapshot to start from
     snapshot = snapshot_source(cfg, protocol.snapshot_from) if memory.learns else None
     store = RunStore(run_dir(cfg))
@@ -173,6 +182,7 @@ def build(
         action_mode=protocol.action_mode,
         temperature=protocol.temperature,
         max_tokens=protocol.max_tokens or env.max_tokens,
+        stop=tuple(protocol.stop or ()),
         seed=cfg.seed,
         max_failed_batches=protocol.max_failed_batches,
         record_prompts=protocol.record_prompts,

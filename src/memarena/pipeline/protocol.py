@@ -23,6 +23,7 @@ from memarena.agent.prompts import PROMPT_FORMATS, TOOL_CALLS
 from memarena.core import ConfigError
 
 ACTION_MODES = ("choice", "free")
+DOMAIN_MEMORIES = ("pooled", "per_domain")
 
 
 @dataclass(frozen=True)
@@ -43,12 +44,14 @@ class ProtocolSettings:
     action_mode: str = "choice"
     temperature: float = 0.0
     max_tokens: int | None = None
+    stop: list | None = None
     resume: bool = True
     snapshot_from: str | None = None
     retry_errors: bool = True
     max_failed_batches: int = 3
     record_prompts: bool = False
     record_memory: bool = False
+    domain_memories: str = "pooled"
 
     def __post_init__(self) -> None:
         hints = typing.get_type_hints(type(self))
@@ -66,6 +69,7 @@ class ProtocolSettings:
             ("action_mode", ACTION_MODES),
             ("prompt_format", PROMPT_FORMATS),
             ("tool_calls", TOOL_CALLS),
+            ("domain_memories", DOMAIN_MEMORIES),
         ):
             if getattr(self, key) not in valid:
                 raise ConfigError(
@@ -111,7 +115,13 @@ _MINIMUM = {
     "temperature": 0.0,
 }
 _NULLABLE = {f.name for f in fields(ProtocolSettings) if f.default is None} | {"history_steps"}
-_NAMES = {int: "an int", float: "a number", bool: "true or false", str: "a string"}
+_NAMES = {
+    int: "an int",
+    float: "a number",
+    bool: "true or false",
+    str: "a string",
+    list: "a list of strings",
+}
 
 
 def _check_type(key: str, value: Any, hint: Any) -> None:
@@ -123,6 +133,8 @@ def _check_type(key: str, value: Any, hint: Any) -> None:
     ok = isinstance(value, kind) and not (kind is not bool and isinstance(value, bool))
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
         ok = True
+    if kind is list and ok:
+        ok = all(isinstance(v, str) and v for v in value)
     if not ok:
         null = " or null" if type(None) in options else ""
         raise ConfigError(
