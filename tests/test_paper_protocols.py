@@ -31,17 +31,24 @@ def test_paper_experiments_pin_data_backbone_sampling_and_free_actions(experimen
     cfg = compose_cfg([f"experiment={experiment}"])
     assert cfg.env.require_data is True  # no silent stand-in data
     assert cfg.protocol.action_mode == "free"  # the papers' agents write free text
-    assert cfg.protocol.temperature > 0  # sampled: a run's seed gives an independent run
     assert cfg.backbone.name != "smollm2-135m"  # a paper backbone, not the embedded model
+    if cfg.protocol.stop is None:  # not MemCo's greedy agent (protocol=memco)
+        assert cfg.protocol.temperature > 0  # sampled: a run's seed gives an independent run
     if experiment.startswith("memco_"):
         assert cfg.backbone.name in ("qwen3-32b", "qwen3-8b-server")
-        assert (cfg.protocol.temperature, cfg.env.fewshot) == (0.1, 1)
+        # MemCo's code: a greedy agent cut at the first newline, the whole trajectory in the
+        # prompt, memory written after every task, per-domain memories for every method
+        protocol = cfg.protocol
+        assert (protocol.temperature, list(protocol.stop), cfg.env.fewshot) == (0.0, ["\n"], 1)
+        assert (protocol.history_steps, protocol.update_every) == (None, 1)
+        assert (protocol.domain_memories, protocol.record_memory) == ("per_domain", True)
         if cfg.env.name == "alfworld" or cfg.env._target_.endswith("AlfWorldEnv"):
             assert cfg.env.task_list == "memco"
         if cfg.env._target_.endswith("FeverEnv"):
             assert (cfg.env.dataset, cfg.env.partition) == ("memco", "memco")
         if cfg.env._target_.endswith("PDDLEnv"):
-            assert cfg.env.train_source == "problems"
+            disjoint = experiment.endswith("_disjoint")
+            assert cfg.env.train_source == ("generated" if disjoint else "problems")
     if experiment.startswith("evograph_"):
         assert cfg.backbone.name == "qwen2.5-7b" and cfg.protocol.temperature == 0.1
         assert cfg.protocol.update_every == 1 and cfg.protocol.freeze_during_eval is False
@@ -52,8 +59,8 @@ def test_paper_experiments_pin_data_backbone_sampling_and_free_actions(experimen
             assert cfg.embedder.name.startswith("qwen3-embedding")
             assert cfg.protocol.temperature == 0.9
             assert (cfg.protocol.runs, cfg.protocol.repetitions) == (4, 3)
-        else:  # that one runs under MemCo's protocol: its sampling, one run
-            assert cfg.protocol.temperature == 0.1
+        else:  # that one runs under MemCo's protocol: its greedy agent, one run
+            assert cfg.protocol.temperature == 0.0
             assert (cfg.protocol.runs, cfg.protocol.repetitions) == (1, 1)
 
 
@@ -183,7 +190,8 @@ def _sampled_run(tmp_path: Path, seed: int) -> list[list[str]]:
             "env=pddl",
             "env.domains=[gripper]",
             "method=none",
-            "protocol=memco",  # MemCo's sampling: temperature 0.1
+            "protocol=memco",
+            "protocol.temperature=0.1",  # sampled (MemCo's agent is greedy; mas/llm.py's default)
             "protocol.max_tokens=12",
             "protocol.max_train_tasks=0",
             "protocol.max_eval_tasks=2",

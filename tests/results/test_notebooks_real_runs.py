@@ -8,8 +8,10 @@ tests check that the notebooks' tables equal the runs, not what a real model wri
 tests/test_memory_end_to_end.py checks for every method) and small caps. The tree is built once
 per session (tests/shared_runs.py) and the module's tests share one xdist group:
 
-- MemCo Table 1: ``memco_table1_pddl`` and ``memco_table1_alfworld``, its six methods (ICL,
-  A-Mem lite, MemSkill, MemRL, G-Memory, MemCo; ALFWorld on a two-domain household suite whose
+- MemCo Table 1: ``memco_table1_pddl`` and ``memco_table1_alfworld``, its sweep's seven rows
+  (ICL, A-Mem lite, MemSkill, MemRL as released and with its learnt memory, G-Memory with
+  MemCo's settings, MemCo; all under MemCo's per-domain memories; ALFWorld on a two-domain
+  household suite whose
   test set holds familiar and held-out layouts, so metrics.json has ``per_split``), which feed
   Appendix H's statistics over the three blocks; Table 12: ``memco_table12`` local_only on
   that MemCo run's snapshot (memory-cost metrics);
@@ -72,8 +74,10 @@ SMALL_ALFWORLD = [
 ]
 SMALL_PDDL = ["protocol.max_train_tasks=4", "protocol.max_eval_tasks=4", "protocol.step_budget=10"]
 SMALL_EVOGRAPH = ["protocol.max_eval_tasks=2", "protocol.step_budget=10"]
-# MemCo Table 1's methods (its sweep lists all but G-Memory, which it runs with method=gmemory)
-MEMCO_METHODS = ("icl", "amem_lite", "memskill", "memrl", "gmemory", "memco")
+# MemCo Table 1's sweep (the method configs), and the names their runs are reported under
+MEMCO_CONFIGS = ("icl", "amem_lite", "memskill", "memrl_as_released", "memrl", "gmemory_memco",
+                 "memco")  # fmt: skip
+MEMCO_METHODS = ("icl", "amem_lite", "memskill", "memrl_as_released", "memrl", "gmemory", "memco")
 SMALL_REME = [
     "experiment=reme_table1",
     "embedder=minilm",
@@ -108,13 +112,13 @@ def pipeline(root: Path, tag: str, *args: str) -> None:
 
 
 def memco_runs(root: Path) -> None:
-    """MemCo Table 1 (PDDL and ALFWorld, the six methods), then Table 12's local_only on the
-    ALFWorld MemCo run's snapshot."""
+    """MemCo Table 1 (PDDL and ALFWorld, the seven rows of its sweep, each under MemCo's
+    per-domain memories), then Table 12's local_only on the ALFWorld MemCo run's snapshot."""
     table1_pddl = ["experiment=memco_table1_pddl", "env.train_source=generated", *SMALL_PDDL]
     table1_alfworld = ["experiment=memco_table1_alfworld", *SMALL_ALFWORLD]
     table12 = ["experiment=memco_table12", "ablation=memco/local_only", *SMALL_ALFWORLD]
-    pipeline(root, "memco", "-m", f"method={','.join(MEMCO_METHODS)}", *table1_pddl)
-    pipeline(root, "memco", "-m", f"method={','.join(MEMCO_METHODS)}", *table1_alfworld)
+    pipeline(root, "memco", "-m", f"method={','.join(MEMCO_CONFIGS)}", *table1_pddl)
+    pipeline(root, "memco", "-m", f"method={','.join(MEMCO_CONFIGS)}", *table1_alfworld)
     pipeline(root, "memco", *table12)
 
 
@@ -200,7 +204,7 @@ def test_overview_notebook_summarizes_every_run(tree, tmp_path):
     execute(NOTEBOOK.name, tree, out, "METRICS = None\nFIGURE_METRICS = ['success_rate']\n")
     summary = pd.read_csv(out / "summary.csv").fillna({"flags": ""})
     runs = [json.loads(p.read_text()) for p in sorted(tree.rglob("metrics.json"))]
-    assert len(runs) == 25 and len(summary) == len(runs) == len(pd.read_csv(out / "runs.csv"))
+    assert len(runs) == 27 and len(summary) == len(runs) == len(pd.read_csv(out / "runs.csv"))
     for m in runs:
         variant = m["method"] if m["ablation"] is None else f"{m['method']}+{m['ablation']}"
         (row,) = summary[
@@ -256,7 +260,7 @@ def test_memco_notebook_table1_and_table12(tree, tmp_path):
     assert accuracy == pytest.approx(100 * familiar, abs=SHOWN)
     # a stand-in never sits beside the paper's numbers
     assert (t12[t12["paper"].notna()]["ours"] == "-").all()
-    # Appendix H over the six methods on the three blocks (PDDL, ALFWorld familiar / held-out)
+    # Appendix H over every method on the three blocks (PDDL, ALFWorld familiar / held-out)
     acc = {}
     for m in MEMCO_METHODS:
         alfworld = metrics(tree, "memco_table1", "alfworld_suite", m)["per_split"]
@@ -272,10 +276,11 @@ def test_memco_notebook_table1_and_table12(tree, tmp_path):
     for method, rank in expected.items():
         assert ranks.loc[method, "avg_rank_accuracy"] == pytest.approx(rank)
     omnibus = pd.read_csv(out / "appH_omnibus.csv").set_index("metric")
-    assert omnibus.loc["accuracy", "n_methods"] == 6 and omnibus.loc["accuracy", "n_blocks"] == 3
+    n = len(MEMCO_METHODS)
+    assert omnibus.loc["accuracy", "n_methods"] == n and omnibus.loc["accuracy", "n_blocks"] == 3
     paired = pd.read_csv(out / "appH_paired.csv")
     assert sorted(paired["baseline"].unique()) == sorted(set(MEMCO_METHODS) - {"memco"})
-    assert len(paired) == 10 and (paired["p_holm"] >= paired["p"] - 1e-12).all()
+    assert len(paired) == 2 * (n - 1) and (paired["p_holm"] >= paired["p"] - 1e-12).all()
     for name in ("fig4cd_ablations.png", "fig3abc_memory_cost.png"):
         assert (out / name).read_bytes()[:8] == PNG
 

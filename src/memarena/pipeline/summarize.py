@@ -5,8 +5,10 @@ completion marker, the memory the records rebuild), so a resumed run's equals an
 uninterrupted run's, key for key; times and process counters go to ``run_info.json`` and
 ``usage.json``. It also says what the run was, so a smoke run never passes for a paper cell:
 ``n_tasks``, and ``flags`` naming a ``capped`` task list, a ``non_llm_backbone`` (the scripted
-expert) and a ``degenerate_memory`` (a learning memory that holds nothing, or whose LLM
-answers mostly fell back).
+expert), a ``degenerate_memory`` (a learning memory that holds nothing, or whose LLM
+answers mostly fell back) and a ``train_test_overlap`` (a memory learnt on tasks whose id or goal
+is a test task's: MemCo's PDDL lists, ``env.train_source=problems``; how many test tasks:
+``train_test_overlap_tasks``).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from omegaconf import DictConfig
 from memarena.agent import LLMPolicy, Policy
 from memarena.core.costs import add_into, requests, tokens
 from memarena.pipeline.build import Parts
+from memarena.pipeline.tasks import cap_tasks
 from memarena.results import store as files
 from memarena.results.metrics import compute_metrics
 from memarena.results.records import EpisodeRecord, latest
@@ -62,6 +65,8 @@ def metrics_of(parts: Parts, cfg: DictConfig, records: list[EpisodeRecord]) -> d
     metrics.update(parts.env.run_metrics(latest(records)))
     metrics.update(memory.metrics())
     metrics["memory_size"] = memory.size()
+    if memory.learns:
+        metrics["train_test_overlap_tasks"] = overlapping_tasks(parts)
     acquired = snapshot_info(parts)
     acquired_usage = acquired.get("memory_usage") or {}
     total = add_into({"usage": {}, "fallbacks": {}}, {"usage": acquired_usage})
@@ -116,7 +121,23 @@ def flags_of(parts: Parts, metrics: dict[str, Any]) -> list[str]:
         or metrics["memory_fallback_rate"] > DEGENERATE_FALLBACK_RATE
     ):
         out.append("degenerate_memory")
+    if metrics.get("train_test_overlap_tasks"):
+        out.append("train_test_overlap")
     return out
+
+
+def overlapping_tasks(parts: Parts) -> int:
+    """How many test tasks of this run have the id or the goal (whitespace and case aside) of
+    a train task the memory was acquired on."""
+    protocol, env = parts.protocol, parts.env
+    train = cap_tasks(env.tasks(protocol.train_split), protocol.max_train_tasks)
+    test = cap_tasks(env.tasks(protocol.eval_split), protocol.max_eval_tasks)
+
+    def goal(text: str) -> str:
+        return " ".join(str(text).lower().split())
+
+    ids, goals = {t.id for t in train}, {goal(t.goal) for t in train}
+    return sum(t.id in ids or goal(t.goal) in goals for t in test)
 
 
 def report_of(cfg: DictConfig) -> dict[str, Any]:

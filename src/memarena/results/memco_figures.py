@@ -30,7 +30,7 @@ MISSING = {
     "fig1bc": "no ALFWorld runs of MemCo Table 1 under RESULTS_DIR; run "
     "experiment=memco_table1_alfworld",
     "fig6": "no ALFWorld MemCo and G-Memory runs of Table 1 with a common familiar task under "
-    "RESULTS_DIR; run experiment=memco_table1_alfworld method=gmemory,memco (it records each "
+    "RESULTS_DIR; run experiment=memco_table1_alfworld method=gmemory_memco,memco (it records each "
     "step's memory: protocol.record_memory=true)",
     "appJ": "no saved MemCo PDDL memory snapshot under RESULTS_DIR; run "
     "experiment=memco_table1_pddl method=memco",
@@ -38,8 +38,8 @@ MISSING = {
 NO_PROMPTS = "(memory not recorded: protocol.record_memory=true)"
 NO_PROMPTS_NOTE = (
     "Figure 6: these episodes hold neither the memory nor the prompt of each step, so the "
-    "memory shown is unknown; rerun experiment=memco_table1_alfworld method=gmemory,memco with "
-    "protocol.record_memory=true (its default) to see it"
+    "memory shown is unknown; rerun experiment=memco_table1_alfworld "
+    "method=gmemory_memco,memco with protocol.record_memory=true (its default) to see it"
 )
 
 

@@ -50,7 +50,16 @@ from memarena.results.report_common import report_missing as _report_missing
 PAPER = "memco"
 # the report sections a run's config may declare (report.tables): the main Tables 1, 3, 4 (Table
 # 1 also feeds Appendix H) and the ablation Tables 11-14 with their Figures 3-5
-SECTIONS = ("table1", "table3", "table4", "table11", "table12", "table13", "table14")
+SECTIONS = (
+    "table1",
+    "table1_disjoint",  # Table 1's PDDL rows with memory built on disjoint (generated) tasks
+    "table3",
+    "table4",
+    "table11",
+    "table12",
+    "table13",
+    "table14",
+)
 METHOD_ORDER = (
     "icl",
     "amem_lite",
@@ -58,6 +67,7 @@ METHOD_ORDER = (
     "amem",
     "a_mem",
     "memskill",
+    "memrl_as_released",
     "memrl",
     "gmemory",
     "g_memory",

@@ -244,30 +244,43 @@ FLAG_MEANINGS = {
     "capped": "a capped task list (protocol.max_*_tasks)",
     "non_llm_backbone": "the scripted expert, not an LLM",
     "degenerate_memory": "a memory that holds nothing or whose LLM answers mostly fell back",
+    "train_test_overlap": "memory acquired on tasks whose id or goal is a test task's",
 }
+# flags that describe a paper cell rather than disqualify it (noted, not warned about)
+INFORMATIONAL_FLAGS = frozenset({"train_test_overlap"})
 
 
 def flag_note(runs: pd.DataFrame, paper: str, section: str) -> str | None:
     """A warning naming the runs of a section that are not full paper cells (their metrics'
-    ``flags``, with ``n_tasks``), or None when every run is one."""
+    ``flags``, with ``n_tasks``), and a note naming the runs whose memory was acquired on test
+    tasks (``train_test_overlap``: the released code's protocol for MemCo's PDDL lists, so a
+    paper cell, but not memory built on disjoint tasks); None when there is nothing to say."""
     if "flags" not in runs.columns:
         return None
-    flagged = runs[runs["flags"].fillna("").astype(str) != ""]
-    if flagged.empty:
-        return None
-    lines = [
-        f"WARNING: {len(flagged)} of {len(runs)} runs of {paper} {section} are not full paper "
-        "cells; their numbers do not follow the paper's protocol:"
-    ]
-    for _, run in flagged.iterrows():
-        ids = run_ids(run)
-        what = "; ".join(FLAG_MEANINGS.get(f, f) for f in str(run["flags"]).split(","))
-        tasks = run.get("n_tasks")
-        lines.append(
-            f"  {ids['env']} {ids['variant']} {ids['backbone']} seed{ids['seed']} "
-            f"(n_tasks={tasks if tasks is not None else '?'}): {what}"
-        )
-    return "\n".join(lines)
+    lines: list[str] = []
+    for heading, wanted in (
+        ("are not full paper cells; their numbers do not follow the paper's protocol", False),
+        ("acquired their memory on test tasks (ids or goals shared with the test set)", True),
+    ):
+        picked = []
+        for _, run in runs.iterrows():
+            flags = [f for f in str(run["flags"] or "").split(",") if f and f != "nan"]
+            mine = [f for f in flags if (f in INFORMATIONAL_FLAGS) == wanted]
+            if mine:
+                picked.append((run, mine))
+        if not picked:
+            continue
+        label = "WARNING" if not wanted else "NOTE"
+        lines.append(f"{label}: {len(picked)} of {len(runs)} runs of {paper} {section} {heading}:")
+        for run, mine in picked:
+            ids = run_ids(run)
+            what = "; ".join(FLAG_MEANINGS.get(f, f) for f in mine)
+            tasks = run.get("n_tasks")
+            lines.append(
+                f"  {ids['env']} {ids['variant']} {ids['backbone']} seed{ids['seed']} "
+                f"(n_tasks={tasks if tasks is not None else '?'}): {what}"
+            )
+    return "\n".join(lines) or None
 
 
 def mean_bars(ax, xs, stats: pd.DataFrame, variants, width: float, label: str) -> None:
