@@ -28,9 +28,10 @@ def describe(state: dict[str, Any], *, top: int = 20) -> str:
     notes = state["notes"]
     links = sum(len(n.get("links", [])) for n in notes)
     evolved = sum(1 for n in notes if n.get("evolution_history"))
+    layout = state.get("writing", {}).get("layout", "amem")
     lines = [
-        f"A-Mem snapshot ({state.get('mode')}): {len(notes)} notes, {links} links, "
-        f"{evolved} evolved",
+        f"A-Mem snapshot ({state.get('mode')}, layout {layout}): {len(notes)} notes, "
+        f"{links} links, {evolved} evolved",
         *listing([_row(n) for n in notes], top),
     ]
     return "\n".join(lines + footer(state))

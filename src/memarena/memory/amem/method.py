@@ -19,9 +19,37 @@ PyPI package ``agentic-memory`` is a different project):
   ``retrieval_count`` counts how often a note was shown while the memory learns (A-Mem keeps
   the field but never increments it).
 
-``mode: lite`` -- the weakened variant MemCo's table ran (no LLM on the memory side): notes are
-stored and retrieved by the embedding of their content alone; no analysis, no evolution, no
-links. MemCo does not describe it further; this is memarena's reading.
+``mode: lite`` -- no LLM on the memory side: no analysis, no evolution, no links. Alone
+(``method=amem method.mode=lite``) it is memarena's earlier reading: notes keep A-Mem's default
+fields and are stored and retrieved by the embedding of their content, ``top_k`` (3) shown.
+
+``method=amem_lite`` -- A-Mem as MemCo's code ran it for its tables (SYannL/nvdamas
+``mas/memory/mas_memory/amem.py``; see :mod:`.memco_layout`): lite mode with the keys below at
+MemCo's values. Each key's A-Mem reading is its ``conf/method/amem.yaml`` default:
+
+- ``note_terms``: ``tokens`` -- a note's context is its task description, its 8 keywords and 4
+  tags come from a token heuristic (:func:`~.memco_layout.token_terms`); ``default`` -- A-Mem's
+  defaults (context "General", no keywords or tags) until the memory LLM analyses the note
+  (full mode; its answer replaces the heuristic's terms too, an unusable one keeps them);
+- ``index_text``: ``memco`` -- a note is embedded from content, context, keywords and tags
+  (:meth:`~.notes.Note.index_text`); ``amem`` -- the same fields labelled, as A-Mem's
+  ``add_note``; ``content`` -- content alone; null -- full: amem, lite: content;
+- ``top_k`` / ``hint_k`` / ``insight_k``: MemCo ranks ``top_k + hint_k`` = 2 notes
+  (successful_topk 1 + failed_topk 1, its harness's values), shows the top ``top_k`` = 1 as a
+  worked example, the top ``insight_k`` = 1 again as a ``[Context] / [Keywords] / [Tags]``
+  insight line, and the note ranked second only as one line saying similar tasks failed
+  (A-Mem keeps no failure label there: that note is passed on as a failed case whatever its
+  outcome). A-Mem's reading: ``top_k`` notes (null: 3), no insight line, no such line;
+- ``layout``: ``memco`` -- a note's content is MemCo's execution pattern and the prompt uses
+  the section headers of MemCo's harness (:mod:`.prompts`); ``amem`` -- memarena's note text
+  and a "Related memories:" block;
+- ``observation_chars`` / ``content_chars``: null (MemCo clips neither observations nor
+  contents); A-Mem's reading clips observations to 300 characters and contents to 4000.
+
+MemCo's A-Mem has no global retriever (``amem.py`` defines no ``set_global_retriever``, so the
+global memory its harness builds is never read): under MemCo's per-domain protocol each domain
+agent retrieves from its own domain's notes only (``has_global = False``). Its harness retrieves
+once per task with the task as the query, and its memory is frozen while evaluating.
 """
 
 from __future__ import annotations
@@ -31,19 +59,56 @@ from typing import Any
 import numpy as np
 
 from memarena.core import ChatRequest, ConfigError, MemoryContext, MemoryQuery
-from memarena.memory.amem import prompts
+from memarena.memory.amem import memco_layout, prompts
 from memarena.memory.amem.notes import Note, apply_evolution
-from memarena.memory.episodic import ModalBaseline, Pair, VectorIndex, json_request, stored_tasks
+from memarena.memory.episodic import (
+    ModalBaseline,
+    Pair,
+    StoredTask,
+    VectorIndex,
+    json_request,
+    stored_tasks,
+)
 from memarena.memory.llm_calls import clip_text
+
+NOTE_TERMS = ("default", "tokens")
+INDEX_TEXTS = ("amem", "memco", "content")
+LAYOUTS = ("amem", "memco")
+# what a snapshot's notes and index rows were written under (checked when it is loaded); a
+# snapshot from before these keys was written under their A-Mem readings
+WRITING_KEYS = ("layout", "note_terms", "index_text", "observation_chars", "content_chars")
+
+
+def _choice(key: str, value: Any, valid: tuple[str, ...]) -> str:
+    if value not in valid:
+        raise ConfigError(f"memarena: method.{key}={value!r}; valid values: {list(valid)}.")
+    return str(value)
+
+
+def _value(value: Any) -> str:
+    return "null" if value is None else str(value)
+
+
+def _optional_count(key: str, value: Any) -> int | None:
+    if value is None:
+        return None
+    if int(value) < 1:
+        raise ConfigError(f"memarena: method.{key}={value} must be >= 1 or null (no limit).")
+    return int(value)
 
 
 class AMem(ModalBaseline):
-    """A-Mem (parameters in ``conf/method/amem.yaml``)."""
+    """A-Mem (parameters in ``conf/method/amem.yaml``; MemCo's reading in ``amem_lite.yaml``,
+    both readings of every key in the module docstring)."""
 
     name = "amem"
     schema_version = 1
+    # MemCo's A-Mem has no global retriever (its amem.py defines no set_global_retriever, so
+    # the harness never reads the global memory it builds): each domain agent sees its own notes
+    has_global = False
     MODES = ("full", "lite")
     DEFAULT_TOP_K = {"full": 3, "lite": 3}
+    DEFAULT_INDEX_TEXT = {"full": "amem", "lite": "content"}
     PURPOSES = ("analysis", "evolution")
     COUNTS = ("writes", "evolutions", "links", "neighbour_updates", "consolidations")
 
@@ -52,10 +117,15 @@ class AMem(ModalBaseline):
         mode: str = "full",
         top_k: int | None = None,
         linked_k: int | None = None,
+        hint_k: int = 0,
+        insight_k: int = 0,
+        note_terms: str = "default",
+        index_text: str | None = None,
+        layout: str = "amem",
         evolution_k: int = 5,
         consolidate_every: int = 100,
-        observation_chars: int = 300,
-        content_chars: int = 4000,
+        observation_chars: int | None = 300,
+        content_chars: int | None = 4000,
         max_tokens: Any = None,
         temperature: float = 0.7,
         observe_batch: int = 16,
@@ -67,9 +137,22 @@ class AMem(ModalBaseline):
                 "memarena: method=amem needs evolution_k >= 1 and consolidate_every >= 1; got "
                 f"{evolution_k}, {consolidate_every}."
             )
+        if int(hint_k) < 0 or int(insight_k) < 0:
+            raise ConfigError(
+                f"memarena: method.hint_k={hint_k} and method.insight_k={insight_k} must be >= 0."
+            )
         self.linked_k = self.top_k if linked_k is None else int(linked_k)
+        self.hint_k, self.insight_k = int(hint_k), int(insight_k)
+        self.note_terms = _choice("note_terms", note_terms, NOTE_TERMS)
+        self.index_text = _choice(
+            "index_text",
+            self.DEFAULT_INDEX_TEXT[self.mode] if index_text is None else index_text,
+            INDEX_TEXTS,
+        )
+        self.layout = _choice("layout", layout, LAYOUTS)
         self.evolution_k, self.consolidate_every = int(evolution_k), int(consolidate_every)
-        self.observation_chars, self.content_chars = int(observation_chars), int(content_chars)
+        self.observation_chars = _optional_count("observation_chars", observation_chars)
+        self.content_chars = _optional_count("content_chars", content_chars)
         self.set_token_caps(max_tokens)
         self.temperature = float(temperature)
         self.notes: dict[str, Note] = {}
@@ -83,15 +166,7 @@ class AMem(ModalBaseline):
         self.refuse_if_frozen()
         self.verify_embeddings()
         tasks, self.clock = stored_tasks(groups, self.clock)
-        notes = [
-            Note(
-                id=t.id,
-                content=t.render(self.observation_chars)[: self.content_chars],
-                timestamp=t.time,
-                goal=t.goal,
-            )
-            for t in tasks
-        ]
+        notes = [self.write_note(t) for t in tasks]
         if not notes:
             return
         if self.mode == "full":
@@ -107,8 +182,26 @@ class AMem(ModalBaseline):
         if self.mode == "full":
             self._evolve(notes, neighbourhoods)
 
+    def write_note(self, task: StoredTask) -> Note:
+        """A finished task as a note, before any analysis: its content in the ``layout``, and
+        with ``note_terms: tokens`` its task description as context and the heuristic's terms."""
+        if self.layout == "memco":
+            content = memco_layout.note_content(task, self.observation_chars)
+        elif self.observation_chars is None:  # memarena's text, observations whole
+            lines = [f"Task: {task.goal} ({task.status})", task.initial.strip()]
+            content = "\n".join(x for x in [*lines, memco_layout.trajectory(task)] if x)
+        else:
+            content = task.render(self.observation_chars)
+        if self.content_chars is not None:
+            content = content[: self.content_chars]
+        note = Note(id=task.id, content=content, timestamp=task.time, goal=task.goal)
+        if self.note_terms == "tokens":
+            note.context = memco_layout.task_description(task, self.observation_chars)
+            note.keywords, note.tags = memco_layout.token_terms(content)
+        return note
+
     def _key(self, note: Note) -> str:
-        return note.embedding_text() if self.mode == "full" else note.content
+        return note.index_text(self.index_text)
 
     def _analyse(self, notes: list[Note]) -> None:
         requests = [
@@ -176,14 +269,22 @@ class AMem(ModalBaseline):
 
     def retrieve_batch(self, queries: list[MemoryQuery]) -> list[MemoryContext]:
         self.verify_embeddings()
-        if not queries or not self.notes or self.top_k == 0:
+        if not queries or not self.notes or self.top_k + self.hint_k == 0:
             return [MemoryContext.empty() for _ in queries]
         vectors = self.encode_queries([q.task.goal for q in queries])
         return [self._context(v) for v in vectors]
 
+    def rank(self, vector: np.ndarray) -> list[str]:
+        """The ``top_k + hint_k`` notes nearest to the query, nearest first."""
+        return [i for i, _ in self.index.search(vector, self.top_k + self.hint_k)]
+
     def select(self, vector: np.ndarray) -> list[str]:
-        """The top-k notes, then up to ``linked_k`` linked notes of each hit (not shown yet)."""
-        hits = [i for i, _ in self.index.search(vector, self.top_k)]
+        """The notes shown whole: the top-k, then up to ``linked_k`` linked notes of each hit
+        (not shown yet)."""
+        return self._examples(self.rank(vector))
+
+    def _examples(self, ranked: list[str]) -> list[str]:
+        hits = ranked[: self.top_k]
         chosen = list(hits)
         for hit in hits:
             linked = [i for i in self.notes[hit].links if i in self.notes and i not in chosen]
@@ -191,16 +292,40 @@ class AMem(ModalBaseline):
         return chosen
 
     def _context(self, vector: np.ndarray) -> MemoryContext:
-        chosen = self.select(vector)
-        if not chosen:
+        ranked = self.rank(vector)
+        examples = self._examples(ranked)
+        hinted = ranked[self.top_k :] if self.hint_k else []
+        insights = [self._insight(self.notes[i]) for i in ranked[: self.insight_k]]
+        lines = [line for line in insights if line] + ([prompts.FAILED_HINT] if hinted else [])
+        shown = list(dict.fromkeys(examples + ranked[: self.insight_k] + hinted))
+        if not shown:
             return MemoryContext.empty()
         if not self.frozen:
-            for note_id in chosen:
+            for note_id in shown:
                 self.notes[note_id].retrieval_count += 1
-        body = "\n\n".join(self.notes[i].render() for i in chosen)
-        return MemoryContext(
-            slots={"amem_notes": f"{prompts.MEMORY_HEADER}\n{body}"}, memory_ids=chosen
-        )
+        slots: dict[str, str] = {}
+        if examples:
+            slots["amem_notes"] = self._render_examples([self.notes[i] for i in examples])
+        if lines:
+            slots["amem_insights"] = self._render_insights(lines)
+        return MemoryContext(slots=slots, memory_ids=shown)
+
+    @staticmethod
+    def _insight(note: Note) -> str:
+        return memco_layout.insight_line(note.context, note.keywords, note.tags)
+
+    def _render_insights(self, lines: list[str]) -> str:
+        if self.layout == "memco":
+            return memco_layout.render_insights(lines)
+        numbered = "\n".join(f"{n}. {line}" for n, line in enumerate(lines, 1))
+        return f"{prompts.AMEM_INSIGHTS_HEADER}\n{numbered}"
+
+    def _render_examples(self, notes: list[Note]) -> str:
+        if self.layout == "memco":  # the note's context as description, its content after it
+            return memco_layout.render_examples(
+                [memco_layout.execution_pattern(n.context, n.content) for n in notes]
+            )
+        return f"{prompts.MEMORY_HEADER}\n" + "\n\n".join(n.render() for n in notes)
 
     # -- reporting and snapshots ---------------------------------------------------------------
     def metrics(self) -> dict[str, Any]:
@@ -215,14 +340,35 @@ class AMem(ModalBaseline):
     def size(self) -> int:
         return len(self.notes)
 
+    def writing(self) -> dict[str, Any]:
+        """The keys that decide what a note and its index row hold."""
+        return {key: getattr(self, key) for key in WRITING_KEYS}
+
     def state_dict(self) -> dict[str, Any]:
         return {
             **self.common_state(),
+            "writing": self.writing(),
             "notes": [n.to_dict() for n in self.notes.values()],
             "index": self.index.to_dict(self.services.embedder_if_built),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.load_common_state(state)
+        earlier = {
+            "layout": "amem",
+            "note_terms": "default",
+            "index_text": self.DEFAULT_INDEX_TEXT[self.mode],
+            "observation_chars": 300,
+            "content_chars": 4000,
+        }
+        written = state.get("writing", earlier)
+        differ = [k for k in WRITING_KEYS if written.get(k) != getattr(self, k)]
+        if differ:
+            was = " ".join(f"method.{k}={_value(written.get(k))}" for k in differ)
+            now = " ".join(f"method.{k}={_value(getattr(self, k))}" for k in differ)
+            raise ConfigError(
+                f"memarena: this A-Mem snapshot's notes were written under {was}; the run asks "
+                f"for {now}. Set those keys as the snapshot has them, or start a fresh run."
+            )
         self.notes = {d["id"]: Note(**d) for d in state["notes"]}
         self.index = VectorIndex.from_dict(state["index"])

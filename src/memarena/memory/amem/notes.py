@@ -3,7 +3,7 @@ Sections 3.1-3.3; facts from its code, WujiangXu/AgenticMemory ``memory_layer.py
 
 A note is ``{content, keywords, context, tags, links, timestamp, retrieval_count,
 evolution_history}``. Its embedding text joins content, context, keywords and tags (A-Mem's
-corrected ``add_note``).
+corrected ``add_note``; :meth:`Note.index_text` also gives MemCo's join and content alone).
 
 Evolution (:func:`apply_evolution`) applies the memory LLM's decision about a new note and its
 k nearest neighbours, as A-Mem's ``process_memory`` does:
@@ -44,6 +44,18 @@ class Note:
             f"content: {self.content}\ncontext: {self.context}\n"
             f"keywords: {', '.join(self.keywords)}\ntags: {', '.join(self.tags)}"
         )
+
+    def index_text(self, style: str) -> str:
+        """The text the note is embedded from: ``amem`` the labelled fields of A-Mem's
+        ``add_note`` (:meth:`embedding_text`), ``memco`` content, context, keywords and tags on
+        four lines with the terms space-separated (MemCo's ``amem.py``), ``content`` alone."""
+        if style == "amem":
+            return self.embedding_text()
+        if style == "memco":
+            return "\n".join(
+                [self.content, self.context, " ".join(self.keywords), " ".join(self.tags)]
+            )
+        return self.content
 
     def render(self) -> str:
         header = f"Memory note ({self.context})"

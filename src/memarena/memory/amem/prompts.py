@@ -80,3 +80,22 @@ def evolution_schema(n: int) -> dict:
 
 
 MEMORY_HEADER = "Related memories:"
+# the insight lines (``method.insight_k``) and the failed-cases line (``method.hint_k``) in
+# memarena's own layout (``method.layout: amem``)
+AMEM_INSIGHTS_HEADER = "Related memories in brief:"
+
+# ``method.layout: memco``: the section headers of MemCo's harness (the protocol; the sentences
+# under them are memarena's wording) and the parts of a note's execution pattern
+MEMCO_EXAMPLES_HEADER = "## Your Own Past Successes (Execution Patterns)"
+MEMCO_EXAMPLES_INTRO = (
+    "Tasks like this one that you carried out before, step by step; reuse the steps that "
+    "worked, above all where you get stuck."
+)
+MEMCO_INSIGHTS_HEADER = "## Key Insights from Related Tasks"
+MEMCO_INSIGHTS_INTRO = "What your memory holds about related tasks; draw on it where it applies."
+TASK_DESCRIPTION_HEADER = "### Task description:"
+TRAJECTORY_HEADER = "### Detailed trajectory:"
+OUTCOME_LABEL = "Outcome:"
+# shown when a note was ranked below the examples (``method.hint_k``): MemCo's A-Mem passes
+# those notes on as "failed" cases, which the harness shows as this one line alone
+FAILED_HINT = "[Memory] Some similar tasks went wrong before; if your approach stalls, change it."
