@@ -1,5 +1,6 @@
-"""MemRL: the Q update and the z-score mix on a 3-intent example worked by hand, intent
-thresholds and merging, epsilon-greedy only while learning."""
+"""MemRL: the Q update and the z-score mix on a 3-intent example worked by hand (z(sim) over
+the candidates: ``sim_mean: null``), intent thresholds and merging, epsilon-greedy only while
+learning (``explore_when_frozen: false``). MemCo's settings: ``test_memrl_memco.py``."""
 
 from __future__ import annotations
 
@@ -48,6 +49,7 @@ def test_value_scores_on_three_intents_by_hand():
 def _stocked(**kw) -> MemRL:
     """Three intents ([1,0,0], [0,1,0], [0.6,0.8,0]), one experience each, Q set by hand."""
     llm = FakeLLM([json.dumps({"script": "s"})] * 3)
+    kw = {"sim_mean": None, "sim_std": None, "eval_memory": "learnt", **kw}
     memory = _memrl(llm, epsilon=0.0, **kw)
     goals = ["v:1,0,0", "v:0,1,0", "v:0.6,0.8,0"]
     memory.observe_groups([[episode(g, True, f"t{n}")] for n, g in enumerate(goals)])
@@ -88,7 +90,7 @@ def test_shown_experiences_are_updated_and_the_task_merges_into_its_intent():
 
 
 def test_exploration_only_while_learning_and_reproducible():
-    memory = _stocked(top_k=1)
+    memory = _stocked(top_k=1, explore_when_frozen=False)
     memory.epsilon = 1.0  # always explore while learning
     draws = {tuple(memory.retrieve(query("v:1,0,0", f"q{n}")).memory_ids) for n in range(12)}
     assert len(draws) > 1 and memory.counts["explorations"] == 12
@@ -104,7 +106,7 @@ def test_exploration_only_while_learning_and_reproducible():
 def test_snapshot_roundtrip(tmp_path):
     memory = _stocked()
     memory.save(tmp_path)
-    again = _memrl(FakeLLM(), epsilon=0.0)
+    again = _memrl(FakeLLM(), epsilon=0.0, sim_mean=None, sim_std=None, eval_memory="learnt")
     again.load(tmp_path)
     q = query("v:0.5,0.5,0")
     assert again.retrieve(q) == memory.retrieve(q)

@@ -1,5 +1,10 @@
 """``MemRL`` (Zhang et al., 2026; MemCo's baseline) as ``method=memrl``: episodic memory with
-learnt utilities.
+learnt utilities, run the way MemCo's released code ran it.
+
+Reference code (read for facts): MemCo's ``mas/memory/mas_memory/memrl_mas.py`` (SYannL/nvdamas),
+which constructs MemTensor/MemRL's ``MemoryService`` (``memrl/service/memory_service.py``,
+``updater.py``, ``builders.py``, ``value_driven.py``); MemRL's own runs are its
+``configs/rl_*_config.yaml``.
 
 Memory: intents (the text of a task that opened them, embedded) each holding experiences. An
 experience is a finished task: a solved one with a memory-LLM *script* (3-5 high-level steps)
@@ -8,22 +13,54 @@ carries a value Q (``q_init``) and a visit count.
 
 Retrieval, once per task (:mod:`.values`):
 
-1. cosine between the task and every intent; intents with cosine >= ``intent_threshold`` (tau,
-   0.5) are kept, the best ``top_intents`` (5);
+1. cosine between the task and every intent; intents with cosine >= ``intent_threshold`` (0.5)
+   are kept, the best ``top_intents`` (5);
 2. their experiences are the candidates, each with its intent's cosine;
-3. ``score = 0.5 z(sim) + 0.5 z(Q)``, z over the candidates clipped to +-3 (MemRL's code
-   normalises the similarity with fixed corpus statistics instead when ``sim_mean`` /
-   ``sim_std`` are set: ALFWorld 0.5187 / 0.1203);
-4. the ``top_k`` (5; MemRL's ALFWorld config uses 3) best; while the memory learns, with
-   probability ``epsilon`` (0.1) a random sample of ``top_k`` candidates instead (exploration;
-   never when frozen).
+3. ``score = 0.5 z(sim) + 0.5 z(Q)``; z(Q) over the candidates clipped to +-3; z(sim) with the
+   fixed statistics ``sim_mean`` / ``sim_std``, unclipped;
+4. the ``top_k`` (5) best; with probability ``epsilon`` (0.1) a random sample of ``top_k``
+   candidates instead (exploration), also when the memory is frozen when
+   ``explore_when_frozen``.
 
 Learning, after each task (``observe``): every experience shown to the task gets
 ``Q <- (1 - alpha) Q + alpha r`` with r = ``success_reward`` (+1) or ``failure_reward`` (-1) and
 one more visit; the task itself is written as a new experience under the intent whose cosine to
-it is at least ``merge_threshold`` (0.9; the best such), or under a new intent. Script and
-reflection requests are batched per observed wave and JSON-constrained; an unusable answer is
-a counted fallback and the experience keeps its trajectory alone.
+it is at least ``merge_threshold`` (0.9; the best such), or under a new intent. The script is
+asked from the trajectory alone, the reflection from the goal and the trajectory; both requests
+are batched per observed wave and JSON-constrained; an unusable answer is a counted fallback
+and the experience keeps its trajectory alone.
+
+The keys where MemCo's run and MemRL's own differ (defaults: MemCo's code):
+
+- ``sim_mean`` / ``sim_std``: 0.18568 / 0.09408, the ``MemoryService`` defaults
+  (``memory_service.py:311-312``), which ``memrl_mas.py`` never overrides (they are also
+  MemRL's HLE config, ``rl_hle_config.yaml:34-35``). MemRL's ALFWorld run:
+  0.5187 / 0.1203 (``rl_alf_config.yaml:34-35``). null / null: the candidates' own statistics,
+  clipped like Q (memarena's reading of the paper's "z-score normalisation").
+- ``temperature``: per purpose. MemCo: the script at 0.7 (``memrl_mas.py:224``, the provider's
+  default temperature that ``generate_script`` uses) and the reflection at 0.3 (hard-coded,
+  ``updater.py:264``). MemRL's ALFWorld run: script at 0 (``rl_alf_config.yaml:7`` through
+  ``run/run_alfworld.py:78``), reflection 0.3. An earlier memarena reading: 0.0 for both.
+- ``explore_when_frozen``: true. The service has no frozen state: ``retrieve_query`` draws
+  epsilon-greedy on every call (``memory_service.py:1468-1473``), so MemCo's frozen evaluation
+  explores with epsilon 0.1 (``memrl_mas.py`` RLConfig). false: greedy when frozen (the paper's
+  exploration as part of learning). MemRL's ALFWorld config sets ``epsilon: 0``.
+- ``eval_memory``: ``learnt`` (the memory acquisition built; the default) or
+  ``empty_as_released`` (MemCo's evaluation script builds a new memory for each evaluation,
+  whose ``MemoryService`` starts with an empty intent table, and ``memrl_mas.py`` never loads a
+  snapshot: every retrieval finds nothing, local and global alike). The second is what
+  produced MemCo's published MemRL cells: ``method=memrl_as_released``; MemCo's table sweeps
+  list both.
+
+Rendering (``memrl_mas.py:retrieve_prompt_payload``): solved experiences become the prompt's
+examples as Task / SCRIPT / TRAJECTORY (``updater.py:325`` with ``builders.py:199``); failed ones
+come after a line saying similar tasks failed, each as its reflection and failed approach
+(``updater.py:349-350``).
+
+MemCo's multi-domain protocol (``has_global``): one memory per domain, then a global memory
+filled by :meth:`MemRL.merge_domains` (every domain's tasks, one intent per task, Q at
+``q_init``, ``memrl_mas.py:415-437``), and evaluation by :meth:`MemRL.retrieve_in_team`:
+the global memory's picks first, then the domain's (``memrl_mas.py:338-345``).
 
 Exploration draws come from a generator seeded by (``seed``, the memory's clock, the task id),
 so a resumed run draws the same.
@@ -32,12 +69,14 @@ so a resumed run draws the same.
 from __future__ import annotations
 
 import hashlib
+import logging
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 
-from memarena.core import ConfigError, MemoryContext, MemoryQuery
+from memarena.core import ConfigError, MemoryContext, MemoryMethod, MemoryQuery
 from memarena.memory.episodic import (
     ModalBaseline,
     Pair,
@@ -47,8 +86,14 @@ from memarena.memory.episodic import (
     stored_tasks,
     text_field,
 )
+from memarena.memory.llm_calls import clip_text
 from memarena.memory.memrl import prompts
 from memarena.memory.memrl.values import q_update, value_scores
+
+log = logging.getLogger(__name__)
+
+EVAL_MEMORIES = ("empty_as_released", "learnt")
+PURPOSES = ("script", "reflection")
 
 
 @dataclass
@@ -63,23 +108,39 @@ class Experience:
     visits: int = 0
 
     def render(self) -> str:
-        label = "Script" if self.success else "What went wrong"
-        lines = [f"Task: {self.goal}"]
-        if self.note:
-            lines.append(f"{label}: {self.note}")
-        lines.append(("Trajectory:\n" if self.success else "Failed approach:\n") + self.trajectory)
-        return "\n".join(lines)
+        if self.success:
+            return prompts.render_success(self.goal, self.note, self.trajectory)
+        return prompts.render_failure(self.goal, self.note, self.trajectory)
+
+
+def temperatures(value: Any) -> dict[str, float]:
+    """``method.temperature`` as {purpose: temperature}: one number for every purpose, or a
+    mapping naming each of :data:`PURPOSES`."""
+    if isinstance(value, Mapping):
+        keys = sorted(str(k) for k in value)
+        if keys != sorted(PURPOSES):
+            raise ConfigError(
+                f"memarena: method.temperature names {keys}; give one number, or a mapping of "
+                f"exactly {list(PURPOSES)}."
+            )
+        out = {p: float(value[p]) for p in PURPOSES}
+    else:
+        out = {p: float(value) for p in PURPOSES}
+    if any(t < 0 for t in out.values()):
+        raise ConfigError(f"memarena: method.temperature must be >= 0; got {out}.")
+    return out
 
 
 class MemRL(ModalBaseline):
-    """MemRL (parameters in ``conf/method/memrl.yaml``)."""
+    """MemRL (module docstring; parameters and both readings in ``conf/method/memrl.yaml``)."""
 
     name = "memrl"
     schema_version = 1
+    has_global = True
     MODES = ("faithful",)
     DEFAULT_TOP_K = {"faithful": 5}
-    PURPOSES = ("script", "reflection")
-    COUNTS = ("writes", "intents", "merged", "q_updates", "explorations")
+    PURPOSES = PURPOSES
+    COUNTS = ("writes", "intents", "merged", "q_updates", "explorations", "replaced")
 
     def __init__(
         self,
@@ -88,19 +149,21 @@ class MemRL(ModalBaseline):
         top_intents: int = 5,
         sim_weight: float = 0.5,
         z_clip: float = 3.0,
-        sim_mean: float | None = None,
-        sim_std: float | None = None,
+        sim_mean: float | None = 0.1856827586889267,
+        sim_std: float | None = 0.09407906234264374,
         epsilon: float = 0.1,
+        explore_when_frozen: bool = True,
         alpha: float = 0.1,
         success_reward: float = 1.0,
         failure_reward: float = -1.0,
         q_init: float = 0.0,
         merge_threshold: float = 0.9,
+        eval_memory: str = "learnt",
         note_chars: int = 800,
         observation_chars: int = 300,
         trajectory_chars: int = 6000,
         max_tokens: Any = None,
-        temperature: float = 0.0,
+        temperature: Any = None,
         observe_batch: int = 16,
         seed: int = 0,
         **kwargs: Any,
@@ -117,25 +180,56 @@ class MemRL(ModalBaseline):
                 "memarena: method.sim_mean and method.sim_std go together (both null: the "
                 f"candidates' statistics), with sim_std > 0; got {sim_mean}, {sim_std}."
             )
+        if eval_memory not in EVAL_MEMORIES:
+            raise ConfigError(
+                f"memarena: method.eval_memory={eval_memory!r}; valid values: "
+                f"{list(EVAL_MEMORIES)}."
+            )
         self.tau, self.top_intents = float(intent_threshold), int(top_intents)
         self.sim_weight, self.z_clip = float(sim_weight), float(z_clip)
         self.sim_stats = None if sim_mean is None else (float(sim_mean), float(sim_std))
         self.epsilon, self.alpha = float(epsilon), float(alpha)
+        self.explore_when_frozen = bool(explore_when_frozen)
         self.rewards = (float(success_reward), float(failure_reward))
         self.q_init, self.merge_threshold = float(q_init), float(merge_threshold)
+        self.eval_memory = eval_memory
         self.note_chars, self.observation_chars = int(note_chars), int(observation_chars)
         self.trajectory_chars = int(trajectory_chars)
         self.set_token_caps(max_tokens)
-        self.temperature = float(temperature)
+        default = {"script": 0.7, "reflection": 0.3}
+        self.temperatures = temperatures(default if temperature is None else temperature)
         self.seed = int(seed)
         self.experiences: dict[str, Experience] = {}
         self.intents: dict[str, list[str]] = {}  # intent id -> experience ids
         self.intent_text: dict[str, str] = {}
         self.intent_index = VectorIndex()
 
+    @property
+    def reads_empty(self) -> bool:
+        """True while evaluating with ``eval_memory=empty_as_released``: every retrieval
+        reads an empty intent table, as in MemCo's released evaluation."""
+        return self.phase == "eval" and self.eval_memory == "empty_as_released"
+
+    def begin_phase(self, phase: str) -> None:
+        super().begin_phase(phase)
+        if self.reads_empty and not getattr(self, "_told_empty", False):
+            self._told_empty = True
+            log.warning(
+                "memrl: method.eval_memory=empty_as_released: evaluation reads an empty intent "
+                "table (as MemCo's released script ran MemRL); method.eval_memory=learnt "
+                "evaluates the memory acquisition built (%d experiences).",
+                len(self.experiences),
+            )
+
     # -- learning ------------------------------------------------------------------------------
     def observe_groups(self, groups: list[list[Pair]]) -> None:
         self.refuse_if_frozen()
+        if self.reads_empty:
+            raise ConfigError(
+                "memarena: method.eval_memory=empty_as_released reproduces MemCo's frozen "
+                "evaluation and cannot learn during it; set protocol.freeze_during_eval=true, "
+                "or method.eval_memory=learnt."
+            )
         self.verify_embeddings()
         for group in groups:
             for trajectory, outcome in group:
@@ -145,7 +239,8 @@ class MemRL(ModalBaseline):
             self._write(new)
 
     def update_values(self, shown: list[str], success: bool) -> None:
-        """The Q update of every experience shown to a finished task."""
+        """The Q update of every experience shown to a finished task (ids this memory does not
+        hold, e.g. a global memory's, are left alone)."""
         reward = self.rewards[0] if success else self.rewards[1]
         for entry_id in dict.fromkeys(shown):
             experience = self.experiences.get(entry_id)
@@ -153,6 +248,14 @@ class MemRL(ModalBaseline):
                 experience.q = q_update(experience.q, reward, self.alpha)
                 experience.visits += 1
                 self.counts["q_updates"] += 1
+
+    def trajectory_text(self, task: StoredTask) -> str:
+        """The trajectory as the agent saw it (first observation, then ``> action`` and
+        observation lines), without the goal line, cut to ``trajectory_chars``."""
+        lines = [clip_text(task.initial, self.observation_chars)] if task.initial else []
+        for action, observation, _ in task.steps:
+            lines += [f"> {clip_text(action, 200)}", clip_text(observation, self.observation_chars)]
+        return "\n".join(lines)[: self.trajectory_chars]
 
     def _write(self, new: list[StoredTask]) -> None:
         notes = self._notes(new)
@@ -165,35 +268,41 @@ class MemRL(ModalBaseline):
                 goal=task.goal,
                 success=task.success,
                 note=note,
-                trajectory=task.render(self.observation_chars)[: self.trajectory_chars],
+                trajectory=self.trajectory_text(task),
                 q=self.q_init,
             )
             self.intents[intent].append(task.id)
             self.counts["writes"] += 1
 
     def _notes(self, tasks: list[StoredTask]) -> list[str]:
-        """A script per solved task and a reflection per failed one: one batched call each."""
+        """A script per solved task (from its trajectory alone) and a reflection per failed
+        one (from its goal and trajectory): one batched call each, at the purpose's
+        temperature."""
         out = [""] * len(tasks)
-        for purpose, key, system, user, wanted in (
-            ("script", "script", prompts.SCRIPT_SYSTEM, prompts.SCRIPT_USER, True),
-            ("reflection", "reflection", prompts.REFLECTION_SYSTEM, prompts.REFLECTION_USER, False),
+        for purpose, system, wanted in (
+            ("script", prompts.SCRIPT_SYSTEM, True),
+            ("reflection", prompts.REFLECTION_SYSTEM, False),
         ):
             chosen = [n for n, t in enumerate(tasks) if t.success == wanted]
             requests = [
                 json_request(
                     system,
-                    user.format(
-                        trajectory=tasks[n].render(self.observation_chars)[: self.trajectory_chars]
-                    ),
-                    prompts.text_schema(key, self.note_chars),
+                    self._note_prompt(purpose, tasks[n]),
+                    prompts.text_schema(purpose, self.note_chars),
                     self.token_caps[purpose],
-                    self.temperature,
+                    self.temperatures[purpose],
                 )
                 for n in chosen
             ]
             for n, answer in zip(chosen, self._ask(purpose, requests), strict=True):
-                out[n] = text_field(answer, key, self.note_chars) or ""
+                out[n] = text_field(answer, purpose, self.note_chars) or ""
         return out
+
+    def _note_prompt(self, purpose: str, task: StoredTask) -> str:
+        trajectory = self.trajectory_text(task)
+        if purpose == "script":
+            return prompts.SCRIPT_USER.format(trajectory=trajectory)
+        return prompts.REFLECTION_USER.format(goal=task.goal, trajectory=trajectory)
 
     def _intent_for(self, goal: str, vector: np.ndarray) -> str:
         """The intent a new experience joins: the most similar one with cosine >=
@@ -202,6 +311,9 @@ class MemRL(ModalBaseline):
         if best and best[0][1] >= self.merge_threshold:
             self.counts["merged"] += 1
             return best[0][0]
+        return self._open_intent(goal, vector)
+
+    def _open_intent(self, goal: str, vector: np.ndarray) -> str:
         intent = f"intent-{len(self.intents) + 1}"
         self.intents[intent] = []
         self.intent_text[intent] = goal
@@ -209,16 +321,85 @@ class MemRL(ModalBaseline):
         self.counts["intents"] += 1
         return intent
 
+    # -- MemCo's multi-domain protocol -----------------------------------------------------------
+    def merge_domains(self, memories: dict[str, MemoryMethod]) -> None:
+        """Fill this fresh memory as MemCo's global MemRL memory from every domain's memory, in
+        order: each domain's tasks in the order they were written become one intent each
+        (keyed by the task's text; no merging by similarity, since the global memory is fed
+        with no retrieval behind it), with the domain's script or reflection and trajectory,
+        Q = ``q_init`` and no visit: no value is carried over or updated
+        (``memrl_mas.py:415-437`` -> ``add_memories`` with no retrieved queries). A later task
+        with the same text replaces the earlier one, as the reference's intent table does
+        (``memory_service.py:1641-1642``). The note is reused, not asked again: the reference's
+        global service asks its LLM again, with the same prompt and temperature.
+        """
+        entries: list[tuple[str, Experience]] = []
+        for domain, memory in memories.items():
+            if not isinstance(memory, MemRL):
+                raise ConfigError(
+                    f"memarena: memrl can merge only memrl domain memories; {domain!r} is "
+                    f"{type(memory).__name__}."
+                )
+            entries += [(domain, e) for e in memory.experiences.values()]
+        if not entries:
+            return
+        goals = list(dict.fromkeys(e.goal for _, e in entries))
+        vectors = dict(zip(goals, self.services.embedder.encode(goals), strict=True))
+        by_text = {text: intent for intent, text in self.intent_text.items()}
+        for domain, local in entries:
+            entry_id = f"{domain}/{local.id}"
+            intent = by_text.get(local.goal)
+            if intent is None:
+                intent = by_text[local.goal] = self._open_intent(local.goal, vectors[local.goal])
+            else:
+                for old in self.intents[intent]:
+                    self.experiences.pop(old, None)
+                self.counts["replaced"] += 1
+            self.intents[intent] = [entry_id]
+            self.experiences[entry_id] = Experience(
+                id=entry_id,
+                intent=intent,
+                goal=local.goal,
+                success=local.success,
+                note=local.note,
+                trajectory=local.trajectory,
+                q=self.q_init,
+            )
+            self.counts["writes"] += 1
+            self.clock += 1
+
+    def retrieve_in_team(
+        self, query: MemoryQuery, global_memory: MemoryMethod | None
+    ) -> MemoryContext:
+        """This domain memory's context with the global memory's: each picks its own
+        experiences (its own scores and exploration draw), the global picks come first in
+        both the solved and the failed part (``memrl_mas.py:338-345``)."""
+        if global_memory is None:
+            return self.retrieve(query)
+        if not isinstance(global_memory, MemRL):
+            raise ConfigError(
+                "memarena: memrl's global memory must be memrl; got "
+                f"{type(global_memory).__name__}."
+            )
+        if self.reads_empty:
+            return MemoryContext.empty()
+        self.verify_embeddings()
+        global_memory.verify_embeddings()
+        if not (self.experiences or global_memory.experiences) or self.top_k == 0:
+            return MemoryContext.empty()
+        vector = self.encode_queries([query.task.goal])[0]
+        return self._compose(global_memory.pick(query, vector) + self.pick(query, vector))
+
     # -- retrieval -----------------------------------------------------------------------------
     def embedding_indexes(self) -> list[tuple[VectorIndex, Any]]:
         return [(self.intent_index, lambda ids: [self.intent_text[i] for i in ids])]
 
     def retrieve_batch(self, queries: list[MemoryQuery]) -> list[MemoryContext]:
-        self.verify_embeddings()
-        if not queries or not self.experiences or self.top_k == 0:
+        if self.reads_empty or not queries or not self.experiences or self.top_k == 0:
             return [MemoryContext.empty() for _ in queries]
+        self.verify_embeddings()
         vectors = self.encode_queries([q.task.goal for q in queries])
-        return [self._context(q, v) for q, v in zip(queries, vectors, strict=True)]
+        return [self._compose(self.pick(q, v)) for q, v in zip(queries, vectors, strict=True)]
 
     def candidates(self, vector: np.ndarray) -> list[tuple[str, float]]:
         """(experience id, its intent's cosine) of the intents kept for a task."""
@@ -247,24 +428,35 @@ class MemRL(ModalBaseline):
         order = sorted(range(len(ids)), key=lambda n: -scores[n])  # ties: candidate order
         return [ids[n] for n in order[: self.top_k]]
 
-    def _context(self, query: MemoryQuery, vector: np.ndarray) -> MemoryContext:
-        rng = None if self.frozen else np.random.default_rng(self._draw_seed(query.task.id))
-        chosen = self.select(vector, rng)
-        if not chosen:
+    def pick(self, query: MemoryQuery, vector: np.ndarray) -> list[Experience]:
+        """The experiences this memory shows for ``query`` (its goal embedded as ``vector``)."""
+        if not self.experiences or self.top_k == 0:
+            return []
+        return [self.experiences[e] for e in self.select(vector, self._rng(query.task.id))]
+
+    def _rng(self, task_id: str) -> np.random.Generator | None:
+        """The exploration draw's generator; None (greedy) when frozen, unless
+        ``explore_when_frozen``."""
+        if self.frozen and not self.explore_when_frozen:
+            return None
+        digest = hashlib.sha256(task_id.encode()).digest()
+        return np.random.default_rng([self.seed, self.clock, int.from_bytes(digest[:4], "little")])
+
+    @staticmethod
+    def _compose(shown: list[Experience]) -> MemoryContext:
+        """Solved experiences as examples, then the failed ones after the warning line, each
+        part in the order given."""
+        if not shown:
             return MemoryContext.empty()
         slots: dict[str, str] = {}
         for name, header, wanted in (
             ("memrl_successes", prompts.SUCCESS_HEADER, True),
             ("memrl_failures", prompts.FAILURE_HEADER, False),
         ):
-            shown = [self.experiences[e] for e in chosen if self.experiences[e].success == wanted]
-            if shown:
-                slots[name] = "\n\n".join([header, *(e.render() for e in shown)])
-        return MemoryContext(slots=slots, memory_ids=chosen)
-
-    def _draw_seed(self, task_id: str) -> list[int]:
-        digest = hashlib.sha256(task_id.encode()).digest()
-        return [self.seed, self.clock, int.from_bytes(digest[:4], "little")]
+            part = [e.render() for e in shown if e.success == wanted]
+            if part:
+                slots[name] = "\n\n".join([header, *part])
+        return MemoryContext(slots=slots, memory_ids=[e.id for e in shown])
 
     # -- reporting and snapshots ---------------------------------------------------------------
     def metrics(self) -> dict[str, Any]:
@@ -275,6 +467,8 @@ class MemRL(ModalBaseline):
             "memory_writes": self.counts["writes"],
             "memory_q_updates": self.counts["q_updates"],
             "memory_mean_q": float(np.mean(qs)) if qs else 0.0,
+            "memory_explorations": self.counts["explorations"],
+            "memory_eval_reads_empty": self.eval_memory == "empty_as_released",
         }
 
     def size(self) -> int:

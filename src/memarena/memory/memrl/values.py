@@ -1,11 +1,14 @@
 """MemRL's value-aware selection and Q update (the rules, as plain functions).
 
 - :func:`zscores`: ``(x - mean) / std`` over the candidates (population std), clipped to
-  ``+-clip``; all zeros when the candidates do not vary.
+  ``+-clip``; all zeros when the candidates do not vary (the reference divides by 1 then, and
+  a lone candidate has std 1: both give 0).
 - :func:`value_scores`: ``score = w_sim * z(sim) + (1 - w_sim) * z(Q)`` per candidate (MemRL:
-  0.5 / 0.5). MemRL's code normalises similarity with fixed corpus statistics when they are
-  given (``sim_stats``; ALFWorld: mean 0.5187, std 0.1203, unclipped) and Q over the
-  candidates, clipped to +-3.
+  0.5 / 0.5). z(Q) is over the candidates, clipped to +-3 (MemTensor/MemRL
+  ``memory_service.py:1246-1252``). z(sim) uses fixed statistics when ``sim_stats`` is given,
+  unclipped (``memory_service.py:1239-1244``): the service's own defaults 0.18568 / 0.09408
+  (``:311-312``, what MemCo's ``memrl_mas.py`` runs) or a config's (MemRL's ALFWorld: 0.5187 /
+  0.1203); ``sim_stats=None`` z-scores the similarities over the candidates like Q.
 - :func:`q_update`: the Monte-Carlo value update ``Q <- (1 - alpha) Q + alpha r``.
 """
 
