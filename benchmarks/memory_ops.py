@@ -10,7 +10,7 @@ then timed. An entry is what the method's ``size()`` counts:
 - ``memorybank``, ``voyager``, ``generative_agents`` (parity modes): stored tasks (1 per task);
 - ``amem`` (lite): notes (1 per task); ``langmem``: store items (1 Episode per task);
 - ``memrl``: experiences (1 per task); ``memskill``: memory-bank items (the synthetic
-  executor's inserts, 2 per task);
+  executor's inserts, 2 per solved task: only solved tasks are written, as MemCo ran it);
 - ``gmemory``, ``evograph``: stored tasks plus insights (1 insight per 5 tasks: 1.2 per task);
 - ``memco``: decision records of every agent plus the promoted global records (about 14 per
   task over the first hundred tasks, 12 over 4000);

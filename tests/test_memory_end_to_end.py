@@ -231,7 +231,10 @@ SPECS: dict[str, tuple[list[str], int]] = {
               "method.max_tokens=160", "method.content_chars=1200"], 4),
     "memrl": (["method=memrl", "protocol.update_every=2", "method.epsilon=0.0", "method.top_k=2",
                "method.max_tokens=160", "method.intent_threshold=0.0"], 4),
-    "memskill": (["method=memskill", "method.max_tokens=200", "method.top_k_eval=5"], 3),
+    # the PPO controller picks the skills (no LLM); every task is written (the scripted expert
+    # at epsilon 0.3 solves none of these three, and MemCo's success-only write would keep none)
+    "memskill": (["method=memskill", "method.success_only=false", "method.max_tokens=200",
+                  "method.top_k_eval=5"], 3),
 }  # fmt: skip
 
 
@@ -463,13 +466,16 @@ def _item_texts(state: dict, entry_id: str) -> list[str]:
 
 @_group("memskill")
 def test_memskill_controller_and_executor_write_items_that_reach_the_model(tmp_path_factory):
-    """MemSkill with SmolLM2 as controller and executor: one controller and one executor call
-    per acquisition wave; the items it inserted are shown at evaluation (top_k_eval)."""
+    """MemSkill as MemCo ran it: the PPO controller (trained while acquiring, saved with the
+    snapshot) picks the skills, SmolLM2 as the executor writes each task, and again when the
+    memory is rebuilt from the replay at the end (finalize_local); the items it inserted are
+    shown at evaluation (top_k_eval)."""
     built, run = _runs(tmp_path_factory, "memskill")
     metrics = _json(built / "metrics.json")
     usage = metrics["memory_token_usage"]
-    assert usage["controller"]["requests"] == usage["executor"]["requests"] == 3
+    assert "controller" not in usage and usage["executor"]["requests"] == 2 * 3
     state = _json(built / "memory" / "memory.json")["state"]
+    assert state["controller"] == "ppo" and state["ppo"]["checkpoint"] and state["finished"]
     assert metrics["memory_entries"] == len(state["memory"]["items"]) > 0
     assert metrics["memory_operations"]["insert"] > 0
     assert any(e["memory_ids"] for e in _lines(run / "episodes.jsonl"))

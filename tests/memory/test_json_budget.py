@@ -349,9 +349,11 @@ def _memrl(llm, cap):
 def _memskill(llm, cap):
     from memarena.memory.memskill import MemSkill
 
-    memory = MemSkill(services=services(llm), design_every=1, max_tokens=cap)
-    memory.observe_groups([[episode("v:1,0,0", False, "t0")]])  # controller, executor, designer
-    memory.observe_groups([[episode("v:1,0.1,0", False, "t1")]])  # items shown to the executor
+    memory = MemSkill(services=services(llm), controller="llm", designer=True, design_every=1,
+                      designer_min_failures=1, max_tokens=cap)  # fmt: skip
+    # controller and executor (the solved task), designer (the failed one joins its pool)
+    memory.observe_groups([[episode("v:1,0,0", True, "t0")], [episode("v:0,1,0", False, "t1")]])
+    memory.observe_groups([[episode("v:1,0.1,0", True, "t2")]])  # items shown to the executor
     return memory
 
 

@@ -6,7 +6,7 @@
   wording) and holds at most ``max_skills`` (30).
 - :class:`ItemBank`: the memory items the executor writes; :meth:`ItemBank.apply` carries
   out one INSERT / UPDATE / DELETE / NOOP operation, indices counting the items shown to the
-  executor (1-based here).
+  executor (1-based here); :meth:`ItemBank.add` stores a merged item under its given id.
 """
 
 from __future__ import annotations
@@ -102,6 +102,15 @@ class ItemBank:
 
     def search(self, vector: np.ndarray, k: int) -> list[str]:
         return [i for i, _ in self.index.search(vector, k)]
+
+    def vector(self, item_id: str) -> np.ndarray:
+        """The stored (unit) embedding of ``item_id``."""
+        return self.index.matrix[self.index.row[item_id]]
+
+    def add(self, item_id: str, content: str, vector: np.ndarray) -> None:
+        """Store an item under a given id with its embedding (the global memory's merge)."""
+        self.items[item_id] = content
+        self.index.add(item_id, vector)
 
     def apply(self, op: Any, shown: list[str], embed) -> str:
         """Carry out one operation (``{"op", "content", "index"}``); ``shown`` are the ids of

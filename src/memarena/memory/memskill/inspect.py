@@ -1,5 +1,5 @@
-"""A saved MemSkill snapshot as text: the skill bank (operation, version, uses) and the memory
-bank's items, and the hard cases kept for skill design."""
+"""A saved MemSkill snapshot as text: the skill bank (operation, version, uses), the memory
+bank's items, the failure pool and the PPO controller's checkpoint."""
 
 from __future__ import annotations
 
@@ -10,9 +10,18 @@ from memarena.memory.snapshots import clip, footer, listing
 
 def describe(state: dict[str, Any], *, top: int = 20) -> str:
     skills, items = state["skills"]["skills"], state["memory"]["items"]
+    checkpoint = (state.get("ppo") or {}).get("checkpoint")
+    controller = state.get("controller", "llm")
+    if controller == "ppo":
+        controller += (
+            f" ({checkpoint['updates']} updates, {(state.get('ppo') or {}).get('episodes', 0)} "
+            "episodes)"
+            if checkpoint
+            else " (untrained)"
+        )
     lines = [
-        f"MemSkill snapshot ({state.get('mode')}): {len(skills)} skills, {len(items)} memory "
-        f"items, {len(state.get('hard', []))} hard cases",
+        f"MemSkill snapshot: {len(skills)} skills, {len(items)} memory items, "
+        f"{len(state.get('failures', []))} failure cases, controller {controller}",
         "",
         "Skill bank:",
         *listing(

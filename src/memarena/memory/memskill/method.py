@@ -1,95 +1,192 @@
-"""``MemSkill`` (Zhang et al., 2026; MemCo's baseline) as ``method=memskill``, with the
-LLM controller (the variant MemCo ran; MemSkill's PPO controller is left out: it needs a
-trained policy network and its reward loop over interactive batches).
+"""``MemSkill`` (Zhang et al., 2026; MemCo's baseline) as ``method=memskill``, run the way MemCo
+ran it (its ``mas/memory/mas_memory/memskill.py`` and ``scripts/run_memskill_qwen32b_api_fever_
+pddl.sh``), with MemSkill's own reading one key away (``conf/method/memskill.yaml``).
 
-Writing, per observed wave (:mod:`.banks`):
+Writing (per observed wave; :mod:`.banks`, :mod:`.controller`):
 
-1. each finished task is one span (MemSkill packs whole trajectories into chunks of a few
-   hundred to 2k tokens and never splits one; here a span is one task, clipped to
-   ``span_chars``), with the ``top_k`` (5) memory items nearest to its task retrieved;
-2. the controller (memory LLM) selects ``skills_per_span`` (3; MemSkill's ALFWorld training
-   runs select 3) skills from the skill bank for each span: one batched call;
-3. the executor (memory LLM) reads the span, the shown items (numbered) and the selected skills'
-   instructions and emits INSERT / UPDATE / DELETE / NOOP operations: one batched call; the
-   operations are applied span by span, in order (items retrieved for a later span before an
-   earlier span's operations are skipped when gone);
-4. failed tasks join the hard cases (the latest ``hard_cases``, 100); every ``design_every``
-   (50, memarena's choice: MemSkill runs its designer once per outer epoch) observed tasks the
-   designer (memory LLM) proposes at most ``designer_changes`` (3) additions or refinements of
-   skills, from the hard cases, applied to a bank of at most ``max_skills`` (30). MemSkill's
-   snapshot / rollback of a design stage by its measured reward needs its batch-B reward loop
-   and is left out.
+1. a task is one span (its trajectory rendered, clipped to ``span_chars``; MemCo's code keeps a
+   whole episode as one chunk, ``memskill_chunk_chars`` 0);
+2. success-only: a failed task is not written; it joins the failure pool (the latest
+   ``failure_pool``, 200: ``memskill_failure_pool_size``), the designer's evidence and the
+   source of the evaluation hint. MemSkill's own trainer writes every span (key
+   ``success_only: false``);
+3. the ``top_k`` (5) items nearest to the span are shown; the controller picks
+   ``skills_per_span`` (3) skills: ``controller: ppo`` (MemCo's runs, a trained checkpoint;
+   here trained on the train split while acquiring, :mod:`.ppo`) or ``llm`` (one batched
+   memory-LLM call);
+4. the executor (memory LLM) turns the span, the shown items and the selected skills into
+   INSERT / UPDATE / DELETE / NOOP operations, one batched call; NOOP-only selections make no
+   call (MemCo's executor drops NOOP skills and answers NOOP when none is left);
+5. the designer is off unless ``designer: true`` (MemCo: ``memskill_enable_designer``); then
+   every ``design_every`` (20, ``memskill_designer_freq``) tasks, with at least
+   ``designer_min_failures`` (3) failures, it proposes at most ``designer_changes`` skill
+   additions or refinements from the last ``designer_cases`` (5) failures.
 
-Retrieval for the agent, once per task: the ``top_k`` items nearest to the task while
-acquiring, ``top_k_eval`` (20, MemSkill's ALFWorld scripts) at evaluation.
+End of acquisition (:meth:`MemSkill.finish_acquisition`, run when the snapshot is taken or
+evaluation begins, whichever comes first): the PPO episodes left make a last update, then the
+controller is frozen; with ``finalize_local`` (MemCo's ``--memskill_finalize_local``) the memory
+and the failure pool are rebuilt from the replay of every observed task, in order, with the
+frozen controller (``rebuild_batch`` spans per call; MemCo: one at a time).
 
-Unusable answers are counted fallbacks: a controller answer falls back to the bank's first
-``skills_per_span`` skills, an executor answer to no operation, an invalid operation (bad index,
-empty content) is counted and skipped.
+Retrieval for the agent, once per task: the ``top_k_eval`` (1: MemCo's ``successful_topk``)
+items nearest to the goal (``acquire_top_k`` while acquiring, null = the same), plus, while the
+failure pool holds a case, a generic hint to avoid the action patterns of similar failed
+episodes (``failure_hint``; MemCo retrieves ``failed_topk`` 1 failure and shows only that
+hint). Under per-domain memories (MemCo's protocol) the global memory is every domain's items
+and failures merged (:meth:`MemSkill.merge_domains`) and evaluation reads it alone
+(:meth:`MemSkill.retrieve_in_team`), as MemCo's ``set_global_retriever`` does.
+
+Unusable answers are counted fallbacks: an LLM controller answer falls back to the bank's first
+skills, an executor answer to no operation; an invalid operation (bad index, empty content) is
+counted and skipped. Left out: MemSkill's new-skill exploration bias in the policy and the
+design-stage snapshot/rollback (they act with its designer and batch-B loop), per-skill reward
+statistics (MemCo's ``backward``: they only rank skills for eviction from a full bank).
 """
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 import numpy as np
 
-from memarena.core import ConfigError, MemoryContext, MemoryQuery
-from memarena.memory.episodic import ModalBaseline, Pair, StoredTask, json_request, stored_tasks
-from memarena.memory.llm_calls import clip_text, record_fallback
+from memarena.core import ConfigError, MemoryContext, MemoryMethod, MemoryQuery
+from memarena.memory.episodic import ModalBaseline, Pair, json_request, stored_tasks
+from memarena.memory.llm_calls import clip_text
 from memarena.memory.memskill import prompts
 from memarena.memory.memskill.banks import ItemBank, SkillBank
+from memarena.memory.memskill.controller import (
+    CONTROLLERS,
+    Choice,
+    PPOController,
+    llm_select,
+)
+from memarena.memory.memskill.ppo import PPOConfig, ShapingConfig
+
+FAILURE_TEXT_CHARS = 1000  # a failure case's trajectory as the designer reads it
+
+
+@dataclass
+class Span:
+    """One observed task as MemSkill writes it (also the replay's row)."""
+
+    goal: str
+    text: str
+    success: bool
+
+
+def _options(cls: type, given: Any, key: str) -> Any:
+    """A dataclass from a mapping of its fields (a config error names the valid ones)."""
+    given = dict(given or {})
+    valid = [f.name for f in fields(cls)]
+    unknown = sorted(set(given) - set(valid))
+    if unknown:
+        raise ConfigError(f"memarena: method.{key} has no key(s) {unknown}; valid keys: {valid}.")
+    return cls(**given)
 
 
 class MemSkill(ModalBaseline):
-    """MemSkill with an LLM controller (parameters in ``conf/method/memskill.yaml``)."""
+    """MemSkill as MemCo ran it (module docstring; parameters in ``conf/method/memskill.yaml``,
+    each with MemCo's code value and MemSkill's own reading)."""
 
     name = "memskill"
-    schema_version = 1
-    MODES = ("llm_controller",)
-    DEFAULT_TOP_K = {"llm_controller": 5}
+    schema_version = 2
+    MODES = ("skills",)
+    DEFAULT_TOP_K = {"skills": 5}
     PURPOSES = ("controller", "executor", "designer")
-    COUNTS = ("spans", "insert", "update", "delete", "noop", "invalid", "designs", "skill_changes")
+    COUNTS = ("spans", "insert", "update", "delete", "noop", "invalid", "designs",
+              "skill_changes", "rebuilds", "ppo_updates")  # fmt: skip
+    has_global = True
 
     def __init__(
         self,
+        controller: str = "ppo",
         top_k: int | None = None,
-        top_k_eval: int = 20,
+        top_k_eval: int = 1,
+        acquire_top_k: int | None = None,
         skills_per_span: int = 3,
         max_skills: int = 30,
-        design_every: int = 50,
+        success_only: bool = True,
+        failure_pool: int = 200,
+        failure_hint: bool = True,
+        designer: bool = False,
+        design_every: int = 20,
         designer_changes: int = 3,
-        hard_cases: int = 100,
+        designer_min_failures: int = 3,
+        designer_cases: int = 5,
+        finalize_local: bool = True,
+        rebuild_batch: int = 1,
+        replay_pool: int = 5000,
         span_chars: int = 3000,
         observation_chars: int = 300,
         max_tokens: Any = None,
         temperature: float = 0.0,
         observe_batch: int = 16,
+        seed: int = 0,
+        ppo: Any = None,
+        shaping: Any = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(top_k=top_k, observe_batch=observe_batch, **kwargs)
-        if skills_per_span < 1 or design_every < 1 or top_k_eval < 0:
+        if controller not in CONTROLLERS:
             raise ConfigError(
-                "memarena: method=memskill needs skills_per_span >= 1, design_every >= 1 and "
-                f"top_k_eval >= 0; got {skills_per_span}, {design_every}, {top_k_eval}."
+                f"memarena: method.controller={controller!r}; valid values: {list(CONTROLLERS)}."
             )
-        self.top_k_eval, self.skills_per_span = int(top_k_eval), int(skills_per_span)
-        self.design_every, self.designer_changes = int(design_every), int(designer_changes)
-        self.hard_case_limit = int(hard_cases)
+        if skills_per_span < 1 or design_every < 1 or top_k_eval < 0 or rebuild_batch < 1:
+            raise ConfigError(
+                "memarena: method=memskill needs skills_per_span >= 1, design_every >= 1, "
+                f"rebuild_batch >= 1 and top_k_eval >= 0; got {skills_per_span}, "
+                f"{design_every}, {rebuild_batch}, {top_k_eval}."
+            )
+        self.controller = controller
+        self.top_k_eval = int(top_k_eval)
+        self.acquire_top_k = self.top_k_eval if acquire_top_k is None else int(acquire_top_k)
+        self.skills_per_span = int(skills_per_span)
+        self.success_only, self.failure_hint = bool(success_only), bool(failure_hint)
+        self.failure_pool_size = int(failure_pool)
+        self.designer, self.design_every = bool(designer), int(design_every)
+        self.designer_changes = int(designer_changes)
+        self.designer_min_failures, self.designer_cases = (
+            int(designer_min_failures),
+            int(designer_cases),
+        )
+        self.finalize_local, self.rebuild_batch = bool(finalize_local), int(rebuild_batch)
+        self.replay_pool = int(replay_pool)
         self.span_chars, self.observation_chars = int(span_chars), int(observation_chars)
         self.set_token_caps(max_tokens)
         self.temperature = float(temperature)
+        cfg = _options(PPOConfig, ppo, "ppo")
+        cfg.top_k = self.skills_per_span
+        self.ppo = PPOController(cfg, _options(ShapingConfig, shaping, "shaping"), seed)
         self.skills = SkillBank(max_skills=max_skills)
         self.memory = ItemBank()
-        self.hard: list[str] = []
+        self.failures: list[dict[str, str]] = []
+        self.replay: list[dict[str, Any]] = []
+        self.finished = False  # acquisition finished: controller frozen, memory finalized
+        self.revision = 0  # bumped by every change of the items or failures (in process only)
+        self._rebuilding = False
+        self._sources: dict[str, MemSkill] = {}  # the global memory's domain memories
+        self._merged: dict[str, int] = {}  # their revisions when merged
+
+    # -- LLM requests (also used by :func:`.controller.llm_select`) ----------------------------
+    def request(self, purpose: str, system: str, user: str, schema: dict[str, Any]) -> Any:
+        return json_request(system, user, schema, self.token_caps[purpose], self.temperature)
+
+    def ask(self, purpose: str, requests: list[Any]) -> list[Any]:
+        return self._ask(purpose, requests)
 
     def _embed(self, text: str) -> np.ndarray:
         return self.services.embedder.encode([text])[0]
 
-    def _request(self, purpose: str, system: str, user: str, schema: dict[str, Any]) -> Any:
-        return json_request(system, user, schema, self.token_caps[purpose], self.temperature)
-
     # -- writing -------------------------------------------------------------------------------
+    def _learning(self) -> bool:
+        """The PPO controller samples and learns: acquiring, not frozen, not rebuilding."""
+        return (
+            self.controller == "ppo"
+            and self.phase == "acquire"
+            and not (self.frozen or self.finished or self._rebuilding)
+        )
+
     def observe_groups(self, groups: list[list[Pair]]) -> None:
         self.refuse_if_frozen()
         self.verify_embeddings()
@@ -97,101 +194,160 @@ class MemSkill(ModalBaseline):
         tasks, self.clock = stored_tasks(groups, self.clock)
         if not tasks:
             return
-        spans = [t.render(self.observation_chars)[: self.span_chars] for t in tasks]
-        vectors = self.services.embedder.encode([t.goal for t in tasks])
-        shown = [self.memory.search(v, self.top_k) for v in vectors]
-        chosen = self._control(tasks, spans, shown)
-        self._execute(tasks, spans, shown, chosen)
-        for task, span in zip(tasks, spans, strict=True):
-            if not task.success:
-                self.hard.append(clip_text(span, 600))
-        self.hard = self.hard[-self.hard_case_limit :]
-        if self.clock // self.design_every > before // self.design_every and self.hard:
+        if self.phase == "acquire":
+            self.finished = False
+        spans = [
+            Span(t.goal, t.render(self.observation_chars)[: self.span_chars], t.success)
+            for t in tasks
+        ]
+        if self._learning():  # these tasks read what the last wave wrote: its delayed reward
+            self._note_update(self.ppo.close_episode(float(np.mean([s.success for s in spans]))))
+        if self.phase == "acquire" and self.finalize_local:
+            self.replay = (self.replay + [asdict(s) for s in spans])[-self.replay_pool :]
+        self._write(spans, learn=self._learning())
+        due = self.clock // self.design_every > before // self.design_every
+        if self.designer and due and len(self.failures) >= self.designer_min_failures:
             self.design()
+
+    def _note_update(self, info: dict[str, float]) -> None:
+        if info:
+            self.counts["ppo_updates"] += 1
+
+    def _write(self, spans: list[Span], learn: bool) -> None:
+        """Failures to the pool, the (successful) spans through controller and executor."""
+        self.revision += 1
+        for s in spans:
+            if not s.success:
+                self.failures.append(
+                    {"goal": s.goal, "text": clip_text(s.text, FAILURE_TEXT_CHARS)}
+                )
+        self.failures = self.failures[-self.failure_pool_size :] if self.failure_pool_size else []
+        written = [s for s in spans if s.success or not self.success_only]
+        if not written:
+            return
+        vectors = self.services.embedder.encode([s.text for s in written])
+        shown = [self.memory.search(v, self.top_k) for v in vectors]
+        choices = self._choose(written, vectors, shown, learn)
+        results = self._execute(written, shown, choices)
+        if learn:
+            ops_of = {name: skill.op for name, skill in self.skills.skills.items()}
+            self.ppo.record(choices, results, ops_of)
 
     def _listing(self, ids: list[str]) -> str:
         lines = [f"{n}. {self.memory.items[i]}" for n, i in enumerate(ids, 1)]
         return "\n".join(lines) or "(none)"
 
-    def _control(
-        self, tasks: list[StoredTask], spans: list[str], shown: list[list[str]]
-    ) -> list[list[str]]:
-        names = list(self.skills.skills)
-        catalogue = "\n".join(s.render() for s in self.skills.skills.values())
-        n = min(self.skills_per_span, len(names))
-        requests = [
-            self._request(
-                "controller",
-                prompts.CONTROLLER_SYSTEM.format(n=n),
-                prompts.CONTROLLER_USER.format(
-                    goal=t.goal, span=span, memories=self._listing(ids), skills=catalogue
-                ),
-                prompts.controller_schema(names, n),
-            )
-            for t, span, ids in zip(tasks, spans, shown, strict=True)
-        ]
-        out = []
-        for answer in self._ask("controller", requests):
-            raw = answer.get("skills") if isinstance(answer, dict) else None
-            picked = [p for p in raw if p in self.skills.skills] if isinstance(raw, list) else []
-            if not picked:
-                if answer is not None:
-                    record_fallback(self.services.llm, "memskill_controller_skills", self.fallbacks)
-                picked = names[:n]
-            picked = list(dict.fromkeys(picked))[:n]
-            for name in picked:
+    def _choose(
+        self, spans: list[Span], vectors: np.ndarray, shown: list[list[str]], learn: bool
+    ) -> list[Choice]:
+        if self.controller == "llm":
+            listings = [self._listing(ids) for ids in shown]
+            choices = llm_select(self, [s.goal for s in spans], [s.text for s in spans], listings)
+        else:
+            skills = list(self.skills.skills.values())
+            ops = self.ppo.skill_matrix(skills, self.services.embedder.encode)
+            states = [
+                PPOController.state(v, [self.memory.vector(i) for i in ids])
+                for v, ids in zip(vectors, shown, strict=True)
+            ]
+            choices = self.ppo.select(states, ops, skills, learn)
+        for choice in choices:
+            for name in choice.names:
                 self.skills.skills[name].uses += 1
-            out.append(picked)
-        return out
+        return choices
 
     def _execute(
-        self,
-        tasks: list[StoredTask],
-        spans: list[str],
-        shown: list[list[str]],
-        chosen: list[list[str]],
-    ) -> None:
+        self, spans: list[Span], shown: list[list[str]], choices: list[Choice]
+    ) -> list[list[tuple[str, bool]]]:
+        """Apply the executor's operations span by span; per span the results ``(operation,
+        applied)`` the process reward reads (an unparsable answer: one failed NOOP)."""
+        bank = self.skills.skills
+        acting = [[n for n in c.names if bank[n].op != "noop"] for c in choices]
+        asked = [i for i, names in enumerate(acting) if names]
         requests = [
-            self._request(
+            self.request(
                 "executor",
                 prompts.EXECUTOR_SYSTEM,
                 prompts.EXECUTOR_USER.format(
-                    goal=t.goal,
-                    span=span,
-                    memories=self._listing(ids),
-                    skills="\n".join(self.skills.skills[s].render() for s in names),
+                    goal=spans[i].goal,
+                    span=spans[i].text,
+                    memories=self._listing(shown[i]),
+                    skills="\n".join(bank[n].render() for n in acting[i]),
                 ),
-                prompts.executor_schema(len(ids)),
+                prompts.executor_schema(len(shown[i])),
             )
-            for t, span, ids, names in zip(tasks, spans, shown, chosen, strict=True)
+            for i in asked
         ]
-        for ids, answer in zip(shown, self._ask("executor", requests), strict=True):
+        answers = dict(zip(asked, self.ask("executor", requests) if requests else [], strict=True))
+        results: list[list[tuple[str, bool]]] = []
+        for i in range(len(spans)):
             self.counts["spans"] += 1
-            operations = answer.get("operations") if isinstance(answer, dict) else None
+            if i not in answers:  # NOOP skills only: no call
+                self.counts["noop"] += 1
+                results.append([("noop", True)])
+                continue
+            operations = answers[i].get("operations") if isinstance(answers[i], dict) else None
             if not isinstance(operations, list):
-                continue  # unparsable: counted by the batch
+                results.append([("noop", False)])  # unparsable: counted by the batch
+                continue
+            done = []
             for op in operations:
-                done = self.memory.apply(op, ids, self._embed)
-                self.counts[done] += 1
+                outcome = self.memory.apply(op, shown[i], self._embed)
+                self.counts[outcome] += 1
+                claimed = str(op.get("op", "")).lower() if isinstance(op, dict) else ""
+                done.append((claimed if outcome == "invalid" else outcome, outcome != "invalid"))
+            results.append(done)
+        return results
 
     def design(self) -> int:
-        """One designer round over the hard cases; the number of skills changed."""
+        """One designer round over the last failure cases; the number of skills changed."""
         self.counts["designs"] += 1
-        request = self._request(
+        cases = self.failures[-self.designer_cases :]
+        request = self.request(
             "designer",
             prompts.DESIGNER_SYSTEM.format(n=self.designer_changes),
             prompts.DESIGNER_USER.format(
                 skills="\n".join(s.render() for s in self.skills.skills.values()),
-                cases="\n\n".join(self.hard[-10:]),
+                cases="\n\n".join(f"Task: {c['goal']}\n{c['text']}" for c in cases),
             ),
             prompts.designer_schema(self.designer_changes),
         )
-        (answer,) = self._ask("designer", [request])
+        (answer,) = self.ask("designer", [request])
         changes = answer.get("changes") if isinstance(answer, dict) else None
         changed = [self.skills.change(c) for c in (changes or [])[: self.designer_changes]]
         made = sum(c is not None for c in changed)
         self.counts["skill_changes"] += made
         return made
+
+    # -- end of acquisition --------------------------------------------------------------------
+    def finish_acquisition(self) -> None:
+        """Once, when acquisition ends: the last PPO update (the controller is frozen after
+        it), then with ``finalize_local`` the memory rebuilt from the replay."""
+        if self.finished:
+            return
+        self.finished = True
+        if self.controller == "ppo":
+            self._note_update(self.ppo.flush())
+        if self.finalize_local and self.replay:
+            self.rebuild()
+
+    def rebuild(self) -> None:
+        """MemCo's ``finalize_training``: empty the memory and the failure pool and write every
+        replayed task again, in order, with the frozen controller and no designer."""
+        self._rebuilding = True
+        try:
+            self.memory, self.failures = ItemBank(), []
+            spans = [Span(**row) for row in self.replay]
+            for start in range(0, len(spans), self.rebuild_batch):
+                self._write(spans[start : start + self.rebuild_batch], learn=False)
+            self.counts["rebuilds"] += 1
+        finally:
+            self._rebuilding = False
+
+    def begin_phase(self, phase: str) -> None:
+        if phase == "eval" and self.phase == "acquire":
+            self.finish_acquisition()
+        super().begin_phase(phase)
 
     # -- retrieval -----------------------------------------------------------------------------
     def embedding_indexes(self) -> list[tuple[Any, Any]]:
@@ -200,17 +356,70 @@ class MemSkill(ModalBaseline):
 
     def retrieve_batch(self, queries: list[MemoryQuery]) -> list[MemoryContext]:
         self.verify_embeddings()
-        k = self.top_k_eval if self.phase == "eval" else self.top_k
-        if not queries or not len(self.memory) or k == 0:
+        self._refresh()
+        k = self.top_k_eval if self.phase == "eval" else self.acquire_top_k
+        return self.contexts(queries, k)
+
+    def contexts(self, queries: list[MemoryQuery], k: int) -> list[MemoryContext]:
+        """The ``k`` items nearest to each goal and, while the failure pool holds a case, the
+        generic failure hint."""
+        hint = self.failure_hint and bool(self.failures)
+        if not queries or ((not len(self.memory) or k <= 0) and not hint):
             return [MemoryContext.empty() for _ in queries]
-        vectors = self.encode_queries([q.task.goal for q in queries])
+        vectors = self.encode_queries([q.task.goal for q in queries]) if len(self.memory) else None
         out = []
-        for vector in vectors:
-            ids = self.memory.search(vector, k)
-            body = "\n".join(f"- {self.memory.items[i]}" for i in ids)
-            slots = {"memskill_items": f"{prompts.MEMORY_HEADER}\n{body}"}
+        for n in range(len(queries)):
+            ids = self.memory.search(vectors[n], k) if vectors is not None else []
+            slots = {}
+            if ids:
+                body = "\n".join(f"- {self.memory.items[i]}" for i in ids)
+                slots["memskill_items"] = f"{prompts.MEMORY_HEADER}\n{body}"
+            if hint:
+                slots["memskill_hint"] = prompts.FAILURE_HINT
             out.append(MemoryContext(slots=slots, memory_ids=ids))
         return out
+
+    # -- per-domain memories (MemCo's protocol) ------------------------------------------------
+    def merge_domains(self, memories: dict[str, MemoryMethod]) -> None:
+        """This fresh instance becomes the global memory: every domain memory's items (ids
+        ``<domain>/<id>``, their stored embeddings) and failure cases, domains in order, the
+        pool trimmed to the latest ``failure_pool`` (MemCo: ``add_memory_items_from_peer`` /
+        ``add_failure_cases_from_peer`` of each finalized local memory). Cheap (no model
+        call); it reads the domain memories and never changes them, and is redone when one of
+        them has changed since (e.g. finalized after the merge)."""
+        for domain, memory in memories.items():
+            if not isinstance(memory, MemSkill):
+                raise ConfigError(
+                    f"memarena: memskill cannot merge a {type(memory).__name__} ({domain!r})."
+                )
+        self._sources = dict(memories)  # in the order given (the train lists' domains)
+        self._merge()
+
+    def _merge(self) -> None:
+        self.memory, self.failures = ItemBank(), []
+        for domain, source in self._sources.items():
+            for item_id, text in source.memory.items.items():
+                self.memory.add(f"{domain}/{item_id}", text, source.memory.vector(item_id))
+            self.failures += [{**f, "source": domain} for f in source.failures]
+        self.failures = self.failures[-self.failure_pool_size :] if self.failure_pool_size else []
+        self._merged = {d: m.revision for d, m in self._sources.items()}
+        self.finished = True
+        self.revision += 1
+
+    def _refresh(self) -> None:
+        if any(m.revision != self._merged.get(d) for d, m in self._sources.items()):
+            self._merge()
+
+    def retrieve_in_team(
+        self, query: MemoryQuery, global_memory: MemoryMethod | None
+    ) -> MemoryContext:
+        """Evaluation under per-domain memories: the global memory's ``top_k_eval`` items and
+        its failure hint (MemCo's local memory hands retrieval to its global retriever)."""
+        if not isinstance(global_memory, MemSkill):
+            return self.retrieve(query)
+        global_memory.verify_embeddings()
+        global_memory._refresh()
+        return global_memory.contexts([query], global_memory.top_k_eval)[0]
 
     # -- reporting and snapshots ---------------------------------------------------------------
     def metrics(self) -> dict[str, Any]:
@@ -220,21 +429,40 @@ class MemSkill(ModalBaseline):
             "memory_operations": {op: self.counts[op] for op in ("insert", "update", "delete")},
             "memory_invalid_operations": self.counts["invalid"],
             "memory_skill_changes": self.counts["skill_changes"],
+            "memory_failures": len(self.failures),
+            "memskill_ppo_updates": self.counts["ppo_updates"],
+            "memskill_ppo_episodes": self.ppo.episodes,
         }
 
     def size(self) -> int:
+        self._refresh()
         return len(self.memory)
 
     def state_dict(self) -> dict[str, Any]:
+        """The memory as JSON values, the PPO checkpoint with it. A snapshot taken while
+        acquiring is of the finished acquisition (:meth:`finish_acquisition` runs first)."""
+        if self.phase == "acquire" and not self.frozen:
+            self.finish_acquisition()
+        self._refresh()
         return {
             **self.common_state(),
+            "controller": self.controller,
             "skills": self.skills.to_dict(),
             "memory": self.memory.to_dict(self.services.embedder_if_built),
-            "hard": list(self.hard),
+            "failures": [dict(f) for f in self.failures],
+            "replay": [dict(r) for r in self.replay],
+            "finished": self.finished,
+            "ppo": self.ppo.to_state(),
+            "merged_from": list(self._merged),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.load_common_state(state)
         self.skills = SkillBank.from_dict(state["skills"])
         self.memory = ItemBank.from_dict(state["memory"])
-        self.hard = list(state.get("hard", []))
+        self.failures = [dict(f) for f in state.get("failures", [])]
+        self.replay = [dict(r) for r in state.get("replay", [])]
+        self.finished = bool(state.get("finished", False))
+        self.ppo.load_state(state.get("ppo"))
+        self._sources, self._merged = {}, {}
+        self.revision += 1

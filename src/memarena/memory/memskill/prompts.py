@@ -1,6 +1,7 @@
 """MemSkill's LLM prompts (memarena's wording, written from the paper): the controller that
-selects skills for a span (the LLM-controller variant MemCo ran), the executor that turns a span
-into memory operations, and the designer that evolves the skill bank from hard cases."""
+selects skills for a span (``controller: llm``), the executor that turns a span into memory
+operations, the designer that evolves the skill bank from failure cases, and the failure hint
+shown to the agent."""
 
 CONTROLLER_SYSTEM = (
     "You manage an agent's memory. Given a span of its experience and the memories retrieved "
@@ -114,3 +115,9 @@ def designer_schema(n: int) -> dict:
 
 
 MEMORY_HEADER = "Memory items relevant to this task:"
+# shown to the agent while the failure pool holds a case (memarena's wording of the generic hint
+# MemCo's memskill.py adds when a similar failed episode is retrieved)
+FAILURE_HINT = (
+    "Caution: attempts at similar tasks have failed before; do not repeat the action pattern "
+    "that led to those failures."
+)
