@@ -80,9 +80,32 @@ def test_alfworld_like_pool_gives_the_reference_selections():
     memory = acquired("alfworld", episodes)
     seen = assert_same_selections(memory, list(queries(episodes[:60], rng)))
     assert seen["queries"] == 4 * 60 and seen["local"] > 900 and seen["global"] > 900
-    # the grounded global pools: one per roles assignment seen, at most ROLES_CACHE kept
-    pools = memory._compiled_globals()
+    # the grounded global pools (of the last view's agent, its own-only records excluded): one
+    # per roles assignment seen, at most ROLES_CACHE kept
+    pools = memory._compiled_globals(memory.eval_views()[-1])
     assert 1 < len(pools.cache) <= ROLES_CACHE
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"unavailable_next_local": "hide", "unavailable_next_global": "drop"},
+        {"unavailable_next_local": "drop", "unavailable_next_global": "drop",
+         "global_exclude_owner": False},
+    ],
+    ids=["paper_reading", "drop_both_owner_kept"],
+)  # fmt: skip
+def test_unavailable_next_settings_give_the_reference_selections(kwargs):
+    """The other readings of B.4.4 (a plan whose next step is unavailable: dropped or kept
+    with its next step discarded, per source) and the owner's own global records kept."""
+    rng = random.Random(11)
+    episodes = [alfworld_episode(rng, i) for i in range(120)]
+    memory = MemCo(env_name="alfworld", **kwargs)
+    for traj, out in episodes:
+        memory.observe(traj, out)
+    memory.freeze()
+    seen = assert_same_selections(memory, list(queries(episodes[:25], rng)))
+    assert seen["local"] > 200 and seen["global"] > 200
 
 
 def kv_episode(rng: random.Random, i: int) -> tuple[Trajectory, Outcome]:

@@ -5,6 +5,7 @@ the FEVER smoke set, plus an ablation evaluated on a saved snapshot without acqu
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -112,16 +113,19 @@ def test_retrieval_renders_the_decision_summary_per_view():
         "Next priority",
         "Confidence / caveat",
     ]
-    # bathroom's view: its own case, graph hint, actionable step and workflow, and the global
-    # workflow both agents support (ids end in content hashes)
+    # bathroom's view: its own case, graph hint and actionable step, and the global workflow
+    # both agents support (ids end in content hashes). Its local workflow starts with 'take mug
+    # 1 from countertop 1', not available at the start: dropped (unavailable_next_local=drop);
+    # the global workflow stays as ordering advice without a next step (global: hide)
     assert [i.rsplit(":", 1)[0] for i in context.memory_ids] == [
         "local:case",
         "graph",
         "local:actionable",
         "global:workflow",
-        "local:workflow",
     ]
     assert "go to countertop 1" in text
+    assert re.findall(r"\(next: ([^)]*)\)", text) == ["go to countertop 1"]  # admissible
+    assert "Global memory: workflow: take mug from countertop -> clean mug with" in text
     with pytest.raises(ConfigError, match="no agent 'attic'"):
         memory.set_view("attic")
 
@@ -182,8 +186,11 @@ def test_concat_lists_the_per_step_retrieval_as_stored():
     memory.set_view("kitchen")
     local = memory.locals["kitchen"]
     picked = {}
-    # of the 9 global records, 4 survive the hard filters at the start and 5 at the sink basin
+    # of the 9 global records, 4 survive the hard filters at the start and 5 at the sink basin;
+    # at the start the local workflow (next 'take mug 1 from countertop 1', not available) is
+    # dropped, and 4 local entries remain
     n_global = {"start": 4, "sink": 5}
+    n_local = {"start": 4, "sink": 5}
     for name, mq in {"start": query(), "sink": at_sinkbasin()}.items():
         context = memory.retrieve(mq)
         q = build_query(mq, memory.adapter)
@@ -191,7 +198,7 @@ def test_concat_lists_the_per_step_retrieval_as_stored():
         glob = global_pool(memory.global_memory)
         expected = retrieve_pools(q, pool, glob, memory.adapter, memory.settings)
         assert context.memory_ids == [e.id for e in expected.local + expected.global_]
-        assert len(expected.local) == 5 and len(expected.global_) == n_global[name]
+        assert len(expected.local) == n_local[name] and len(expected.global_) == n_global[name]
         text = context.slots["memco"]
         assert "Decision Summary" not in text and "<object>" in text  # global as stored
         picked[name] = ([e.id for e in expected.local], [e.id for e in expected.global_])

@@ -140,7 +140,12 @@ def test_facet_p_precondition_repair_workflow():
     wf_e = s[f"local:{wf.key}"]
     assert wf_e.facets["p"] == 1.0  # done prefix of length 1, step left
     assert wf_e.extra["next_action"] == "clean soap with sinkbasin"
-    assert s[f"local:{wf_conflict.key}"].facets["p"] == -1.0  # later step done first
+    # its next step 'open safe' is not available: a local plan is dropped (unavailable_local=
+    # drop, B.4.4); kept for ranking with hide, where its order conflict scores r_p = -1
+    assert f"local:{wf_conflict.key}" not in s
+    hide = scored(q, [wf_conflict], settings=RetrievalSettings(unavailable_local="hide"))
+    assert hide[f"local:{wf_conflict.key}"].facets["p"] == -1.0  # later step done first
+    assert hide[f"local:{wf_conflict.key}"].extra["next_action"] is None  # next step discarded
     s2 = scored(make_query(last_failed="go to drawer"), [rep])
     assert s2[f"local:{rep.key}"].facets["p"] == -1.0  # another action failed last
     # precondition: r_x = 0 (action condition) + 1 (admissible); r_g: vanity and soap -> 1

@@ -304,6 +304,7 @@ class Scored:
     rank: np.ndarray
     next_id: np.ndarray
     bound_id: np.ndarray
+    bound_only: np.ndarray  # plans under an action list: only a bound next step is shown
 
 
 def _bind_table(q: DecisionQuery, adapter: GenericAdapter, actions: Vocab) -> dict[int, int]:
@@ -443,8 +444,9 @@ def score_pool(
     # ---- hard filters
     warning = pool.warning[rows]
     keep = ~(miss > match) & pool.roles_ok[rows] & ~(pool.case_or_refl[rows] & conflict_roles)
-    if A is not None:
-        unavailable = has_next & ~bound & ~plan & ~pool.reflection[rows]
+    if A is not None:  # a plan whose next step is unavailable: dropped per its source's setting
+        drops = np.where(glob, settings.drops("global"), settings.drops("local"))
+        unavailable = has_next & ~bound & (~plan | drops) & ~pool.reflection[rows]
         about_failure = warning & (next_id == lf_id)
         keep &= ~(unavailable & ~about_failure)
     sel = np.flatnonzero(keep)
@@ -506,7 +508,8 @@ def score_pool(
     stale = ~warning & (nsteps > 0) & np.where(plan, next_index_none, stale_plain)
     soft = np.where(stale, 1.0, 0.0) + np.where(miss > 0, 0.5, 0.0)
     rank = relevance + pool.d_ev[rows] + d_bind + d_src - soft
-    return Scored(rows, r_x, r_p, r_g, relevance, rank, next_id, bound_id)
+    bound_only = plan & (A is not None)
+    return Scored(rows, r_x, r_p, r_g, relevance, rank, next_id, bound_id, bound_only)
 
 
 def _entry(pool: CompiledPool, s: Scored, j: int) -> Entry:
@@ -516,7 +519,8 @@ def _entry(pool: CompiledPool, s: Scored, j: int) -> Entry:
     next_action = items[s.next_id[j]] if s.next_id[j] >= 0 else None
     bound = items[s.bound_id[j]] if s.bound_id[j] >= 0 else None
     steps = pool.steps[i]
-    extra = {**e.extra, "next_action": bound or next_action, "steps": steps,
+    shown = bound if s.bound_only[j] else (bound or next_action)  # retrieval.shown_next
+    extra = {**e.extra, "next_action": shown, "steps": steps,
              "relevance": float(s.relevance[j])}  # fmt: skip
     facets = {"x": float(s.r_x[j]), "p": float(s.r_p[j]), "g": float(s.r_g[j])}
     return replace(e, facets=facets, rank=float(s.rank[j]),

@@ -15,7 +15,13 @@ Compose, over the selected local and global entries in full-rank order:
    the local action as its next action. A global recommendation whose next action a local
    warning names is dropped (plans keep their order but lose the next action).
 4. Dedupe per role by rendered line (the higher rank wins), then the fixed budget
-   ``max_items_per_role`` in deterministic order (rank, local before global, id).
+   ``max_items_per_role`` in deterministic order (source-weighted rank, local before global,
+   id). The source weights (``local_weight``, ``global_weight``; 1 and 1 here, MemCo's config
+   1.0 and 0.65 as its code's ``memco_local_weight`` / ``memco_global_weight``) multiply an
+   entry's full rank where local and global entries compete for the same role budget: a global
+   entry's evidence counts ``global_weight / local_weight`` as much as a local one's, penalties
+   (negative ranks) included, as the code scales its global source rows. Within one source the
+   order is the rank order (a positive factor keeps it), so retrieval is unchanged.
 
 Render writes the seven-line "MemCo Memory Decision Summary" of Appendix G; the context is
 empty when the three memory fields are.
@@ -154,8 +160,11 @@ def render_item(entry: Entry, q: DecisionQuery) -> str:
     return f"at {_q(cond)}, {_q(act)} -> {entry.outcome}"
 
 
-def _order(entry: Entry) -> tuple:
-    return (-entry.rank, entry.source != "local", entry.id)
+def _order(entry: Entry, weights: tuple[float, float] = (1.0, 1.0)) -> tuple:
+    """Composition order: source-weighted full rank (``weights``: local, global), local before
+    global on ties, then id."""
+    weight = weights[0] if entry.source == "local" else weights[1]
+    return (-(weight * entry.rank), entry.source != "local", entry.id)
 
 
 def compose(
@@ -164,8 +173,11 @@ def compose(
     q: DecisionQuery,
     adapter: RoleAdapter,
     max_items_per_role: int = 3,
+    local_weight: float = 1.0,
+    global_weight: float = 1.0,
 ) -> Composed:
-    """``Compose(S^l, S^g | q, A)`` followed by ``Render``."""
+    """``Compose(S^l, S^g | q, A)`` followed by ``Render`` (source weights: module docstring,
+    step 4)."""
     bound_global = [b for e in global_ if (b := _bind_global(e, q, adapter)) is not None]
     local_entries = [e if "next_action" in e.extra else _with_next(e, q, adapter) for e in local]
     kept = list(local_entries)
@@ -176,7 +188,8 @@ def compose(
             kept.append(e)
     roles: dict[str, list[Entry]] = {h: [] for h in ROLES}
     seen: dict[str, set[str]] = {h: set() for h in ROLES}
-    for e in sorted(kept, key=_order):
+    weights = (float(local_weight), float(global_weight))
+    for e in sorted(kept, key=lambda e: _order(e, weights)):
         h = support_role(e)
         line = render_item(e, q)
         if line in seen[h] or len(roles[h]) >= max_items_per_role:

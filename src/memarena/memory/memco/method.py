@@ -4,15 +4,23 @@ support together (paper Sections 3.3-3.5, Appendix B).
 - One *agent* per source domain (``task.domain``): each completed acquisition episode updates
   its agent's local memory ``[G, P, E, R]`` (graph LocalMerge, record induction with
   deterministic evidence). The episode's task roles are kept with its occurrences. No LLM call.
-- The global memory is rebuilt from all current local memories (Wilson promotion) whenever
-  local memory changed, before the next retrieval: a complete snapshot is published between
-  decisions, never during one. Every occurrence is abstracted under its own episode's roles
-  (Table 8's caption, B.3.1), so the global memory does not depend on the observation order.
+- The global memory is built once, from the complete local memories, when acquisition ends
+  (Appendix F.5; the code's ``rebuild_memco_global_from_locals`` runs once after every domain
+  finished training): acquisition retrieves local memory only. It is published by
+  :meth:`freeze`, by loading a snapshot, or when a phase other than ``acquire`` begins; from
+  then on it is rebuilt from all current local memories (Wilson promotion) whenever local
+  memory changed, before the next retrieval (a learning evaluation), never during a decision.
+  ``global_during_acquisition: true`` is the ablation that publishes it during acquisition too
+  (rebuilt before each retrieval), memarena's earlier behaviour. Every occurrence is abstracted
+  under its own episode's roles (Table 8's caption, B.3.1), so the global memory does not
+  depend on the observation order.
 - Every step (``granularity = "step"``) builds the decision query, retrieves ``k_l`` local and
   ``k_g`` global entries, composes them into ground / workflow / reflection and renders the
   seven-line Memory Decision Summary of Appendix G into the ``memco`` prompt slot. The
   ``composition: concat`` ablation (fixed L5+G5 concatenation, Fig. 4(c,d), Table 12) retrieves
-  the same entries per step and lists them as stored instead of composing them.
+  the same entries per step and lists them as stored instead of composing them. A plan whose
+  next step the env does not list is never shown with it (B.4.4; ``unavailable_next_local`` /
+  ``unavailable_next_global``, retrieval.py).
 - Evaluation (``eval_views``): each agent in turn, with its own frozen local memory plus the
   shared global memory, on the whole test set. During acquisition an episode uses the memory of
   its own domain's agent.
@@ -25,10 +33,11 @@ support together (paper Sections 3.3-3.5, Appendix B).
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from memarena.core import ConfigError, MemoryContext, MemoryMethod, MemoryQuery, Outcome, Trajectory
+from memarena.memory.memco.base import GlobalRecord
 from memarena.memory.memco.compiled import CompiledPool, GlobalPools, Vocabs, retrieve_compiled
 from memarena.memory.memco.compose import compose, concat_context
 from memarena.memory.memco.global_memory import GlobalSnapshot, rebuild
@@ -91,12 +100,77 @@ class LocalMemory:
 
 
 class MemCo(MemoryMethod):
-    """MemCo as ``method=memco`` (parameters in ``conf/method/memco.yaml``)."""
+    """MemCo as ``method=memco`` (parameters in ``conf/method/memco.yaml``).
+
+    Mechanisms of MemCo's released code (SYannL/nvdamas) that the paper does not describe.
+    Locations are ``file::function`` (memco.py: ``mas/memory/mas_memory/memco.py``; eval:
+    ``scripts/eval_collab_multidomain_global.py``; llm.py: ``mas/llm.py``). "Paper runs":
+    ``scripts/run_memco.sh`` -> the eval script, the code that produced the paper's numbers.
+
+    ====================  =====================================  ===============  =============
+    mechanism             reference location                     memarena         paper numbers
+    ====================  =====================================  ===============  =============
+    text-loss router      memco.py::_memco_textloss_route,       left out         all (on in
+    (``--memco_router     _memco_section_textloss,                                every paper
+    textloss``)           _memco_select_composed_sections,                        run)
+                          _memco_should_emit_summary
+    global weight 0.65,   memco.py::__post_init__ (memco_local_  ``local_weight:  ALFWorld
+    local 1.0             weight / memco_global_weight),         1.0``,           (source
+                          _memco_source_base_evidence_rows,      ``global_weight: search
+                          _memco_fever_direct_retrieval_hint     0.65``           priors)
+    exclude owner         memco.py::__post_init__ (memco_global_ ``global_        all (global
+                          exclude_owner=True),                   exclude_owner:   memory on)
+                          _memco_keep_global_item_for_owner      true``
+    PDDL action_guard     eval::_resolve_memco_dataset_policy,   left out         PDDL, Qwen
+                          main (NV_MEMCO_PDDL_POLICY); llm.py::                   backbones
+                          GPTChat._inject_action_only_guard
+    FEVER adaptive_cache  eval::main (NV_MEMCO_FEVER_POLICY,     left out         FEVER
+    policy                FEVER_WIKI_CACHE); memco.py::
+                          _memco_fever_policy_enabled; memco_
+                          backend/fever_adapter.py; llm.py
+    ScienceWorld action   memco.py::repair_action,               left out         none
+    hook                  _memco_scienceworld_repair_action
+    ====================  =====================================  ===============  =============
+
+    - Text-loss router: the code scores candidate prompt *sections* (phase policy, local
+      grounding, source roles, global workflow, failure avoidance) with hand-set losses, keeps
+      at most one section per slot under per-slot loss caps, applies FEVER / PDDL string gates
+      and an emit gate, and renders the seven-line summary from what survives. It is the code's
+      composition stage; memarena composes as the paper's Appendix B.4.4 / G describe (support
+      roles, binding, local override, per-role budget). Not reproduced: its losses and gates
+      are keyed to the code's own artifact types (source-type priors, scene relations, FEVER
+      claim patterns) that the paper's records do not have.
+    - Source weights: in Compose (compose.py, step 4), where local and global entries compete
+      for one role budget; the code weights its source-evidence rows (ALFWorld search priors)
+      and, with the FEVER policy off, its FEVER route-template counts.
+    - Exclude owner: a global record whose contributing agents are only the viewing agent is
+      not retrieved for that agent (its own local memory holds that evidence); records without
+      sources are kept. Applied whenever an agent owns the view (local memory in use).
+    - PDDL action_guard: a backbone-side prompt prefix (Qwen only: "/no_think" and an
+      instruction to output exactly one valid command) on every user message; without the
+      policy the code adds the same prefix to action prompts anyway, so it changes only
+      prompts that are not the agent's action prompt. Not a memory mechanism: memarena's Qwen3
+      backbones turn thinking off through ``chat_template_kwargs`` for every method alike.
+    - FEVER adaptive_cache: on in the paper's FEVER runs (the eval script sets it for
+      ``--dataset_family fever``). It moves the code's FEVER memory from direct pattern hints
+      to phase-gated items of the text-loss router, changes its FEVER graph adapter, gives Qwen
+      the generic one-command prefix instead of the FEVER action-format prefix, and sets a
+      Wikipedia cache file. Not reproduced: it depends on the router and the code's own FEVER
+      artifact types; the prompt prefix is backbone-side.
+    - ScienceWorld action hook: returns the model's action unchanged (it only logs an
+      "advisory" trace): no effect on actions. The code's other ScienceWorld-only pieces (up to
+      two retrieved score-improving trajectory fragments of similar tasks as "execution
+      patterns"; the trajectory shown to the agent cut to its last six steps, observations to
+      520 characters) change ScienceWorld prompts and are not reproduced either. The hook's
+      ALFWorld branch rewrites actions (delivery repair, object guard, search bias); the code's
+      class docstring calls MemCo "prompt-only by default"; not reproduced.
+    """
 
     name = "memco"
     schema_version = 2  # v2: per-episode task roles in the occurrence log
     granularity = "step"
     acquisition_policy = "agent"
+    own_domain_memories = True  # per-agent locals and the global memory are MemCo's own
 
     def __init__(
         self,
@@ -114,6 +188,13 @@ class MemCo(MemoryMethod):
         max_items_per_role: int = 3,
         max_transitions: int = 8,
         eval_agents: str = "all",
+        unavailable_next_local: str = "drop",
+        unavailable_next_global: str = "hide",
+        global_during_acquisition: bool = False,
+        global_exclude_owner: bool = True,
+        local_weight: float = 1.0,
+        global_weight: float = 0.65,
+        history_steps_by_env: Mapping[str, int] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -136,10 +217,20 @@ class MemCo(MemoryMethod):
             raise ConfigError(f"memarena: method.eval_agents={eval_agents!r}; valid: ['all'].")
         try:
             self.settings = RetrievalSettings(
-                facets=tuple(facets), scorer=scorer, k_local=k_local, k_global=k_global
+                facets=tuple(facets),
+                scorer=scorer,
+                k_local=k_local,
+                k_global=k_global,
+                unavailable_local=unavailable_next_local,
+                unavailable_global=unavailable_next_global,
             )
         except ValueError as exc:
             raise ConfigError(f"memarena: method: {exc}") from None
+        if not float(local_weight) > 0 or not float(global_weight) > 0:
+            raise ConfigError(
+                f"memarena: method.local_weight={local_weight} and method.global_weight="
+                f"{global_weight} must be > 0 (MemCo's code: 1.0 and 0.65)."
+            )
         self.env_name = env_name
         self.adapter = adapter_for(env_name)
         self.alpha, self.threshold, self.promotion = float(alpha), float(threshold), promotion
@@ -147,15 +238,23 @@ class MemCo(MemoryMethod):
         self.composition = composition
         self.max_items_per_role = int(max_items_per_role)
         self.max_transitions = int(max_transitions)
+        # the agent's in-task window MemCo imposes per benchmark (its code's summarize override:
+        # the last 6 steps on ScienceWorld only; elsewhere the protocol's)
+        self.history_steps = (history_steps_by_env or {}).get(env_name)
+        self.global_during_acquisition = bool(global_during_acquisition)
+        self.global_exclude_owner = bool(global_exclude_owner)
+        self.local_weight, self.global_weight = float(local_weight), float(global_weight)
         self.locals: dict[str, LocalMemory] = {}
         self.global_memory = GlobalSnapshot(rule=promotion, alpha=self.alpha, threshold=threshold)
         self._dirty = False
+        self._published = False  # acquisition ended: the global memory exists (item F.5)
         self._view: str | None = None
         self._entries_cache: dict[str, PoolIndex] = {}  # reference path (ablation scorers)
-        self._global_cache: PoolIndex | None = None
+        # global pools per owner (None: every record; an agent: without its own-only records)
+        self._global_cache: dict[str | None, PoolIndex] = {}
         self._vocabs = Vocabs.new()
         self._compiled: dict[str, CompiledPool] = {}  # fast path (facets scorer)
-        self._compiled_global: GlobalPools | None = None
+        self._compiled_global: dict[str | None, GlobalPools] = {}
 
     # -- memory construction (no LLM call) -------------------------------------------------
     def _observe(self, trajectory: Trajectory, outcome: Outcome) -> None:
@@ -190,10 +289,21 @@ class MemCo(MemoryMethod):
             threshold=self.threshold,
             rule=self.promotion,
         )
-        self._global_cache = None
-        self._compiled_global = None
+        self._global_cache.clear()
+        self._compiled_global.clear()
         self._dirty = False
         return self.global_memory
+
+    def global_published(self) -> bool:
+        """Whether retrieval sees the global memory: once acquisition ended (a phase other than
+        ``acquire``, :meth:`freeze`, a loaded snapshot), or always with the
+        ``global_during_acquisition`` ablation."""
+        return self.global_during_acquisition or self._published or self.phase != "acquire"
+
+    def begin_phase(self, phase: str) -> None:
+        super().begin_phase(phase)
+        if phase != "acquire":
+            self._published = True
 
     # -- evaluation views ------------------------------------------------------------------
     def eval_views(self) -> list[str | None]:
@@ -210,8 +320,6 @@ class MemCo(MemoryMethod):
 
     # -- query-guided support --------------------------------------------------------------
     def retrieve(self, query: MemoryQuery) -> MemoryContext:
-        if self._dirty:
-            self.rebuild_global()
         selected = self._select(query)
         if selected is None:
             return MemoryContext.empty()
@@ -220,8 +328,9 @@ class MemCo(MemoryMethod):
             composed = concat_context(picked.local, picked.global_)
         else:
             composed = compose(
-                picked.local, picked.global_, q, self.adapter, self.max_items_per_role
-            )
+                picked.local, picked.global_, q, self.adapter, self.max_items_per_role,
+                self.local_weight, self.global_weight,
+            )  # fmt: skip
         return composed.to_context(SLOT)
 
     def _select(
@@ -233,14 +342,19 @@ class MemCo(MemoryMethod):
         reference path (retrieval.py), which gives the same selections."""
         agent = self._view if self._view is not None else query.task.domain
         local = self.locals.get(agent) if self.use_local else None
+        use_global = self.use_global and self.global_published()
+        if use_global and self._dirty:
+            self.rebuild_global()  # between decisions, never during one
+        # exclude owner: the viewing agent does not get records only it contributed
+        owner = agent if self.global_exclude_owner and local is not None else None
         if self.settings.scorer != "facets":
             reference = True
         if reference:
             record_entries = self._record_entries(agent) if local is not None else PoolIndex()
-            global_entries = self._global_entries() if self.use_global else PoolIndex()
+            global_entries = self._global_entries(owner) if use_global else PoolIndex()
         else:
             record_entries = self._compiled_records(agent) if local is not None else []
-            global_entries = self._compiled_globals() if self.use_global else []
+            global_entries = self._compiled_globals(owner) if use_global else []
         if not len(record_entries) and not len(global_entries):
             return None
         q = build_query(query, self.adapter)
@@ -278,10 +392,13 @@ class MemCo(MemoryMethod):
         return {"global_records": len(self.global_memory)}
 
     def size(self) -> int:
-        """Decision records of every agent plus the promoted global records."""
+        """Decision records of every agent plus the promoted global records (none while
+        acquisition runs: the global memory is built when it ends)."""
+        local = sum(len(m.store) for m in self.locals.values())
+        if not self.global_published():
+            return local
         if self._dirty:
             self.rebuild_global()
-        local = sum(len(m.store) for m in self.locals.values())
         return local + len(self.global_memory)
 
     def _record_entries(self, agent: str) -> PoolIndex:
@@ -298,20 +415,31 @@ class MemCo(MemoryMethod):
             )
         return self._compiled[agent]
 
-    def _compiled_globals(self) -> GlobalPools:
-        if self._compiled_global is None:
-            self._compiled_global = GlobalPools(
-                global_pool(self.global_memory), self._vocabs, self.adapter
-            )
-        return self._compiled_global
+    def _global_records(self, owner: str | None) -> list[GlobalRecord]:
+        """The global records retrieval may show ``owner``'s view: all of them (None), or those
+        some other agent contributed to (records without sources are kept), as the code's
+        ``_memco_keep_global_item_for_owner``."""
+        records = list(self.global_memory)
+        if owner is None:
+            return records
+        return [g for g in records if not g.sources or any(s != owner for s in g.sources)]
 
-    def _global_entries(self) -> PoolIndex:
-        if self._global_cache is None:
-            self._global_cache = index_pool(global_pool(self.global_memory))
-        return self._global_cache
+    def _compiled_globals(self, owner: str | None = None) -> GlobalPools:
+        if owner not in self._compiled_global:
+            self._compiled_global[owner] = GlobalPools(
+                global_pool(self._global_records(owner)), self._vocabs, self.adapter
+            )
+        return self._compiled_global[owner]
+
+    def _global_entries(self, owner: str | None = None) -> PoolIndex:
+        if owner not in self._global_cache:
+            self._global_cache[owner] = index_pool(global_pool(self._global_records(owner)))
+        return self._global_cache[owner]
 
     # -- snapshots ---------------------------------------------------------------------------
     def freeze(self) -> None:
+        """Acquisition ended: the global memory is built from the complete local memories."""
+        self._published = True
         if self._dirty:
             self.rebuild_global()
         super().freeze()
@@ -332,6 +460,7 @@ class MemCo(MemoryMethod):
             raise ConfigError(f"memarena: MemCo snapshot: {exc}") from None
         self._entries_cache.clear()
         self._compiled.clear()
+        self._published = True  # a snapshot holds a finished acquisition
         self.rebuild_global()  # with the current alpha / threshold / promotion rule
 
     def summary(self) -> dict[str, Any]:

@@ -42,8 +42,16 @@ Facets (outer weights 1; ``r = r_x + r_p + r_g`` over ``settings.facets``):
 Hard filters (before ranking): ``s_state`` facts with more mismatches than matches; a global
 step whose roles cannot be bound; a ``case`` or ``reflection`` recorded for other goal entities
 (instance-specific); a single-action entry whose next action is not available, except a warning
-about the action that just failed.
-Plans keep a non-available next step (it only scores ``s_act = -1``).
+about the action that just failed; and a plan whose next step is not available when the env lists
+its actions, when its source's setting (``settings.unavailable_local`` / ``unavailable_global``)
+is ``"drop"``. With ``"hide"`` such a plan stays in the ranking (``s_act = -1``) but its next step
+is discarded (``extra["next_action"]`` is None), so Compose never shows an unavailable next action
+(Appendix B.4.4: "resolve action conflicts by discarding unavailable actions"; Section 5).
+Defaults follow MemCo's code: a local item reaches its prompt only through an admissible action
+(local ``drop``), a global workflow stays as abstract ordering advice without a concrete
+unavailable action (global ``hide``). The paper's Compose reads the other way round (a global
+record whose "required action is unavailable" is excluded, a local action is discarded): local
+``hide``, global ``drop``.
 
 Full rank ``s = r + d_ev + d_bind + d_src - p_soft``:
 
@@ -84,6 +92,7 @@ from memarena.memory.memco.roles import abstract_cached
 
 FACETS = ("x", "p", "g")
 SCORERS = ("facets", "cosine", "bm25")
+UNAVAILABLE_NEXT = ("drop", "hide")  # a plan whose next step is not available (B.4.4)
 PLAN_KINDS = ("workflow", "case")
 COND_ACTION_KINDS = ("precondition", "repair")
 GROUND_KINDS = ("actionable", "transition", "case")
@@ -106,9 +115,17 @@ class RetrievalSettings:
     scorer: str = "facets"
     k_local: int = 5
     k_global: int = 5
+    # a plan whose next step is not available, per source: drop | hide (module docstring)
+    unavailable_local: str = "drop"
+    unavailable_global: str = "hide"
 
     def __post_init__(self) -> None:
         self.facets = tuple(self.facets)
+        for name in ("unavailable_local", "unavailable_global"):
+            if getattr(self, name) not in UNAVAILABLE_NEXT:
+                raise ValueError(
+                    f"memco {name}={getattr(self, name)!r} must be one of {list(UNAVAILABLE_NEXT)}"
+                )
         bad = [f for f in self.facets if f not in FACETS]
         if bad:
             raise ValueError(f"memco retrieval facets {bad} must be a subset of {list(FACETS)}")
@@ -116,6 +133,11 @@ class RetrievalSettings:
             raise ValueError(f"memco retrieval scorer={self.scorer!r} must be one of {SCORERS}")
         if self.k_local < 0 or self.k_global < 0:
             raise ValueError("memco retrieval caps k_local and k_global must be >= 0")
+
+    def drops(self, source: str) -> bool:
+        """Whether a plan of ``source`` whose next step is unavailable is dropped."""
+        setting = self.unavailable_global if source == "global" else self.unavailable_local
+        return setting == "drop"
 
 
 # ---------------------------------------------------------------- pool construction
@@ -475,9 +497,10 @@ def _role_conflict(entry: Entry, q: DecisionQuery) -> bool:
     )
 
 
-def hard_filtered(entry: Entry, q: DecisionQuery, g: Grounding) -> bool:
+def hard_filtered(entry: Entry, q: DecisionQuery, g: Grounding, drop_plans: bool = True) -> bool:
     """Applicability constraints: contradicted condition, unbindable role, a case or reflection
-    of a task with other goal entities, unavailable action."""
+    of a task with other goal entities, unavailable action (a plan's next step only with
+    ``drop_plans``: its source's setting is ``"drop"``)."""
     _, match, miss = state_match(_state_condition(entry, q), q.state)
     if miss > match:
         return True
@@ -487,8 +510,10 @@ def hard_filtered(entry: Entry, q: DecisionQuery, g: Grounding) -> bool:
         return True  # an instance-specific record of a task with other goal entities
     if q.admissible is None or g.next_action is None or g.bound is not None:
         return False
-    if entry.kind in PLAN_KINDS or entry.kind == "reflection":
+    if entry.kind == "reflection":
         return False
+    if entry.kind in PLAN_KINDS:
+        return drop_plans  # a plan whose next step is unavailable (B.4.4)
     # an unavailable action: a plan step is filtered; a warning only when it is not about the
     # action that just failed (a warning about an action nobody can take now says nothing)
     return not is_warning(entry) or norm(g.next_action) != (q.last_failed or "")
@@ -579,7 +604,7 @@ def score_entries(
         if admissible is not None and _unavailable(entry, admissible, abstracted, last_failed):
             continue  # the hard filter below, decided without grounding (most of a large pool)
         g = ground(entry, q, adapter)
-        if not hard_filtered(entry, q, g):
+        if not hard_filtered(entry, q, g, settings.drops(entry.source)):
             kept.append((entry, g))
     sims = None
     if settings.scorer != "facets" and kept:
@@ -601,7 +626,7 @@ def score_entries(
         )
         extra = {
             **entry.extra,
-            "next_action": g.bound or g.next_action,
+            "next_action": shown_next(entry.kind in PLAN_KINDS, q, g.next_action, g.bound),
             "steps": g.steps,
             "relevance": r,
         }
@@ -612,6 +637,16 @@ def score_entries(
     for e in out:
         best.setdefault(_dedupe_key(e), e)
     return [e for e in out if best[_dedupe_key(e)] is e]
+
+
+def shown_next(plan: bool, q: DecisionQuery, next_action: str | None, bound: str | None):
+    """The next action an entry carries into Compose: the bound (available) action; an unbound
+    next step only where there is no action list, or for a non-plan entry the hard filters kept
+    (a warning about the action that just failed). A plan never carries an unavailable next step
+    (B.4.4: unavailable actions are discarded)."""
+    if plan and q.admissible is not None:
+        return bound
+    return bound or next_action
 
 
 def select(ranked: list[Entry], k: int, facets: Sequence[str]) -> list[Entry]:
