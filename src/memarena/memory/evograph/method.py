@@ -54,6 +54,9 @@ class EvoGraphMem(GMemory):
     name = "evograph"
     schema_version = 1
     explains_failures = False  # the controller reads the trajectory itself
+    # no paper or code runs EvoGraph-Mem under per-domain memories: each domain's agent reads its
+    # own graph (G-Memory's global-only retrieval under MemCo's protocol is not inherited)
+    has_global = False
     PURPOSES = (*GMEMORY_PURPOSES, "controller")
 
     def __init__(

@@ -9,6 +9,7 @@ scored insights (evograph_mem.txt Section 3.1), at parity with the reference cod
   maintenance.py  fine-tuning on sampled tasks and the per-cluster merge
   cluster.py      FINCH clustering of the stored tasks (for the merge)
   render.py       how stored tasks and rules are written into prompts
+  episodes.py     the episodes a memory stored, kept to be observed again (global memory)
   prompts.py      prompt strings and JSON schemas
   method.py       GMemory(MemoryMethod): wires the parts; hooks for EvoGraph-Mem
 """

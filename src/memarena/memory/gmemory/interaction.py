@@ -89,10 +89,15 @@ def render_steps(trajectory: Trajectory, indices: Sequence[int] | None = None) -
 
 
 def key_steps_request(
-    trajectory: Trajectory, status: str, max_key_steps: int, cap: int | None = None
+    trajectory: Trajectory,
+    status: str,
+    max_key_steps: int,
+    cap: int | None = None,
+    temperature: float = 0.0,
 ) -> ChatRequest:
     """The key-steps request; ``max_tokens`` is its schema's longest valid answer, or ``cap``
-    when smaller (:func:`memarena.core.json_budget.reply_tokens`)."""
+    when smaller (:func:`memarena.core.json_budget.reply_tokens`); sampled at ``temperature``
+    (G-Memory's code: 0.1; MemCo's fork of it: 0)."""
     user = prompts.KEY_STEPS_USER.format(
         goal=trajectory.task.goal,
         status=status,
@@ -109,6 +114,7 @@ def key_steps_request(
         ],
         json_schema=schema,
         max_tokens=reply_tokens(schema, cap),
+        temperature=float(temperature),
     )
 
 
@@ -136,6 +142,7 @@ def extract_key_steps(
     usage: dict[str, int] | None = None,
     fallbacks: dict[str, int] | None = None,
     cap: int | None = None,
+    temperature: float = 0.0,
 ) -> list[list[int]]:
     """Key steps (0-based, sorted) of each trajectory from ONE batched ``llm.generate`` call.
 
@@ -143,14 +150,18 @@ def extract_key_steps(
     step out of range, falls back to :func:`heuristic_key_steps` and is counted as fallback
     ``gmemory_key_steps`` on the backbone. Trajectories without steps get ``[]`` without a call.
     ``usage`` (a per-purpose token entry) receives the call's tokens, ``fallbacks`` the
-    method's own fallback counts; ``cap`` an optional cap on the reply budget.
+    method's own fallback counts; ``cap`` an optional cap on the reply budget; ``temperature``
+    the requests' sampling temperature.
     """
     statuses = list(statuses) if statuses is not None else ["Unknown"] * len(trajectories)
     out: list[list[int]] = [[] for _ in trajectories]
     asked = [i for i, t in enumerate(trajectories) if t.steps and max_key_steps > 0]
     if not asked:
         return out
-    requests = [key_steps_request(trajectories[i], statuses[i], max_key_steps, cap) for i in asked]
+    requests = [
+        key_steps_request(trajectories[i], statuses[i], max_key_steps, cap, temperature)
+        for i in asked
+    ]
     completions = generate_logged(llm, requests, FALLBACK_KEY_STEPS)
     add_usage(usage, completions)
     for i, completion in zip(asked, completions, strict=True):

@@ -30,7 +30,8 @@ Where the reference code differs from the paper's Section 3.1, this follows the 
   goal text, which only matters when a stored task has the very same goal (left out here);
 - no insight-to-insight edges (``E_i`` of Eq. 5) are kept;
 - failed tasks are never shown to the agent (the reference's MAS workflows discard them and
-  ``tasks/run.py`` passes ``failed_topk=0``);
+  ``tasks/run.py`` passes ``failed_topk=0``; MemCo's fork shows one hint line for them:
+  ``n_failed`` / ``failed_cases``);
 - the relevance re-ranking and the fine-tuning on sampled tasks are not in the paper's text.
 
 Where memarena differs from the code: supports and shown insights are task ids (the reference
@@ -49,6 +50,19 @@ Scale: ``retrieve_batch`` embeds the goals of a wave of episodes in one call (an
 already seen); the snapshot stores the query embeddings with the embedder's name and dim, and a
 load uses them unless another embedder is configured (then the goals are embedded again).
 
+Per-domain memories (MemCo's protocol, :mod:`memarena.memory.team`; ``method=gmemory_memco``
+runs it with MemCo's settings): every domain's G-Memory keeps the episodes it stored
+(:mod:`~memarena.memory.gmemory.episodes`); when all domains are trained, :meth:`merge_domains`
+feeds them, domain by domain, through a fresh G-Memory's ordinary write path (key steps, cause
+of failure, query node, fine-tuning and merge schedule all run again, on the combined stream,
+with nothing marking the source domain), and every domain's agent retrieves from that global
+memory only (:meth:`retrieve_in_team`), as MemCo's code runs G-Memory (its
+``eval_collab_multidomain_global.py`` and the ``_global_retriever`` of its ``GMemory.py``).
+
+What the agent sees of a retrieval, and the key-step temperature, have two readings (keys
+``show_key_steps``, ``n_failed`` / ``failed_cases``, ``key_steps_temperature``; both written in
+``conf/method/gmemory.yaml`` and ``gmemory_memco.yaml``).
+
 Hooks for subclasses (EvoGraph-Mem): :meth:`insight_queries` (the tasks whose support ranks the
 insights) and :meth:`select_insights` pick the insights shown at retrieval; :meth:`after_task`
 runs at the end of every observation with the insight ids shown for that task (``self.shown``);
@@ -65,7 +79,7 @@ import numpy as np
 
 from memarena.core import ConfigError, MemoryContext, MemoryMethod, MemoryQuery, Outcome, Trajectory
 from memarena.core.json_budget import token_caps
-from memarena.memory.gmemory import maintenance, prompts
+from memarena.memory.gmemory import episodes, maintenance, prompts
 from memarena.memory.gmemory.insights import InsightGraph
 from memarena.memory.gmemory.interaction import (
     clip,
@@ -81,6 +95,7 @@ from memarena.memory.vectors import QueryEncoder, embedder_identity, stored_matc
 log = logging.getLogger(__name__)
 
 PURPOSES = ("key_steps", "fail_reason", "relevance", "insights", "merge")
+FAILED_CASES = ("none", "hint")  # how retrieved failed tasks reach the prompt
 STORED_OBS_CHARS = 300
 
 
@@ -91,6 +106,7 @@ class GMemory(MemoryMethod):
     schema_version = 2
     granularity = "task"
     acquisition_policy = "agent"
+    has_global = True  # per-domain memories: a global memory re-observes every domain's episodes
     explains_failures = True  # ask the LLM why a failed task failed (comparative pass input)
     PURPOSES: tuple[str, ...] = PURPOSES  # memory-LLM calls, as counted in token_usage
 
@@ -109,6 +125,10 @@ class GMemory(MemoryMethod):
         insights_point_num: int = 5,
         merge_every: int = 20,
         max_key_steps: int = 5,
+        key_steps_temperature: float = 0.1,
+        show_key_steps: bool = True,
+        n_failed: int = 0,
+        failed_cases: str = "none",
         use_llm: bool = True,
         max_tokens: Any = None,
         seed: int = 0,
@@ -118,7 +138,7 @@ class GMemory(MemoryMethod):
         super().__init__(**kwargs)
         counts = dict(hops=hops, top_b=top_b, n_successes=n_successes)
         counts.update(max_key_steps=max_key_steps, insights_point_num=insights_point_num)
-        counts.update(start_insights_threshold=start_insights_threshold)
+        counts.update(start_insights_threshold=start_insights_threshold, n_failed=n_failed)
         if k < 1 or any(v < 0 for v in counts.values()):
             wrong = ", ".join(f"{key}={v}" for key, v in {"k": k, **counts}.items())
             raise ConfigError(f"memarena: method=gmemory needs k >= 1 and the rest >= 0; {wrong}.")
@@ -127,6 +147,16 @@ class GMemory(MemoryMethod):
                 f"memarena: method.rounds_per_insights={rounds_per_insights} and method."
                 f"merge_every={merge_every} must be >= 1 (G-Memory uses 5 and 20)."
             )
+        if failed_cases not in FAILED_CASES:
+            raise ConfigError(
+                f"memarena: method.failed_cases={failed_cases!r} is not one of {FAILED_CASES} "
+                "(none: failed tasks are never shown, G-Memory; hint: one line, MemCo's fork)."
+            )
+        if float(key_steps_temperature) < 0:
+            raise ConfigError(
+                f"memarena: method.key_steps_temperature={key_steps_temperature} must be >= 0 "
+                "(G-Memory's code: 0.1; MemCo's fork: 0)."
+            )
         self.env_name = env_name
         self.k, self.hops, self.top_b = int(k), int(hops), int(top_b)
         self.n_successes, self.retrieve_threshold = int(n_successes), float(retrieve_threshold)
@@ -134,6 +164,9 @@ class GMemory(MemoryMethod):
         self.start_insights_threshold = int(start_insights_threshold)
         self.rounds_per_insights, self.merge_every = int(rounds_per_insights), int(merge_every)
         self.insights_point_num, self.max_key_steps = int(insights_point_num), int(max_key_steps)
+        self.key_steps_temperature = float(key_steps_temperature)
+        self.show_key_steps = bool(show_key_steps)
+        self.n_failed, self.failed_cases = int(n_failed), str(failed_cases)
         self.use_llm, self.seed = bool(use_llm), int(seed)
         # reply-budget caps per purpose; None: the bound of the answer's schema
         self.token_caps = token_caps(max_tokens, self.PURPOSES, "method")
@@ -141,6 +174,8 @@ class GMemory(MemoryMethod):
         self.insights = InsightGraph()
         self.shown: dict[str, list[str]] = {}  # task id -> insight ids shown at retrieval
         self.n_observed = 0
+        # every stored episode as a compact row, in the order stored (for merge_domains)
+        self.episodes: list[dict[str, Any]] = []
         self.token_usage: dict[str, dict[str, int]] = {p: _zero_usage() for p in PURPOSES}
         self.fallbacks: dict[str, int] = {}
         # task goals at retrieval: one encode call per wave of episodes (raw rows, as
@@ -176,6 +211,7 @@ class GMemory(MemoryMethod):
             usage=self.token_usage["key_steps"],
             fallbacks=self.fallbacks,
             cap=self.token_caps["key_steps"],
+            temperature=self.key_steps_temperature,
         )
         return steps
 
@@ -208,6 +244,7 @@ class GMemory(MemoryMethod):
             fail_reason="" if outcome.success else self._fail_reason(trajectory),
         )
         self.queries.add(node, self._embed(task.goal))
+        self.episodes.append(episodes.encode(trajectory, outcome))
         self.n_observed += 1
         self.after_task(task.id, trajectory, outcome, self.shown.pop(task.id, []))
 
@@ -309,8 +346,29 @@ class GMemory(MemoryMethod):
             )
         return pool[: self.n_successes]
 
+    def past_failures(self, embedding: np.ndarray, expanded: list[str]) -> list[str]:
+        """The failed tasks retrieved (``n_failed``; only when ``failed_cases`` shows them):
+        picked as the solved ones, from a pool of ``2 * n_failed`` (the reference's
+        ``retrieve_memory`` / ``_retrieve_memory_raw``), with no LLM re-ranking."""
+        if self.failed_cases == "none" or self.n_failed == 0:
+            return []
+        pool = success_candidates(
+            self.queries, embedding, expanded, 2 * self.n_failed, self.retrieve_threshold, FAILED
+        )
+        return pool[: self.n_failed]
+
     def retrieve(self, query: MemoryQuery) -> MemoryContext:
         return self.retrieve_batch([query])[0]
+
+    def retrieve_in_team(
+        self, query: MemoryQuery, global_memory: MemoryMethod | None
+    ) -> MemoryContext:
+        """Per-domain memories: the global memory only, as MemCo's code runs G-Memory (its
+        ``GMemory.retrieve_memory`` hands the query to the global retriever and never reads the
+        domain's own store); this domain's memory when there is no global one."""
+        if global_memory is None:
+            return self.retrieve(query)
+        return global_memory.retrieve(query)
 
     def retrieve_batch(self, queries: list[MemoryQuery]) -> list[MemoryContext]:
         """The contexts of a wave of episodes; their goals are embedded in one call."""
@@ -327,19 +385,52 @@ class GMemory(MemoryMethod):
         task_id, goal = query.task.id, query.task.goal
         top, expanded = self.queries.retrieve(embedding, self.k, self.hops)
         past = self.past_successes(goal, embedding, expanded)
+        failed = self.past_failures(embedding, expanded)
         chosen = self.select_insights(self.insight_queries(embedding, expanded), top)
         if not self.frozen:
             self.shown[task_id] = [i for i, _ in chosen]
         slots: dict[str, str] = {}
         if past:
-            body = "\n\n".join(render_solved(self.queries.nodes[q]) for q in past)
-            slots["past_successes"] = f"{prompts.PAST_SUCCESSES_HEADER}\n{body}"
-        if chosen:
-            body = "\n".join(f"{n}. {content}" for n, (_, content) in enumerate(chosen, 1))
+            nodes = [self.queries.nodes[q] for q in past]
+            body = "\n\n".join(render_solved(n, self.show_key_steps) for n in nodes)
+            header = prompts.PAST_SUCCESSES_HEADER
+            if not self.show_key_steps:
+                header = prompts.PAST_TRAJECTORIES_HEADER
+            slots["past_successes"] = f"{header}\n{body}"
+        # the failed tasks' hint follows the insights (MemCo's prompt lists its repair hints
+        # after them)
+        lines = [content for _, content in chosen] + ([prompts.FAILED_HINT] if failed else [])
+        if lines:
+            body = "\n".join(f"{n}. {line}" for n, line in enumerate(lines, 1))
             slots["insights"] = f"{prompts.INSIGHTS_HEADER}\n{body}"
         if not slots:
             return MemoryContext.empty()
-        return MemoryContext(slots=slots, memory_ids=past + [i for i, _ in chosen])
+        return MemoryContext(slots=slots, memory_ids=past + [i for i, _ in chosen] + failed)
+
+    # -- per-domain memories -----------------------------------------------------------------
+    def stored_episodes(self) -> list[tuple[Trajectory, Outcome]]:
+        """Every episode this memory stored, in the order it stored them."""
+        return [episodes.decode(row) for row in self.episodes]
+
+    def merge_domains(self, memories: dict[str, MemoryMethod]) -> None:
+        """The global memory of MemCo's protocol: every domain memory's episodes, domain by
+        domain in the given order, observed again through :meth:`observe_groups` (MemCo's
+        code feeds each domain's saved messages to ``add_memory`` in domain order, with no
+        source tag; G-Memory's whole pipeline runs again on the combined stream)."""
+        for domain, memory in memories.items():
+            if not isinstance(memory, GMemory):
+                raise ConfigError(
+                    f"memarena: {self.name} cannot merge the {domain!r} memory, a "
+                    f"{type(memory).__name__}."
+                )
+            if len(memory.episodes) != len(memory.queries):
+                raise ConfigError(
+                    f"memarena: the {domain!r} {self.name} memory holds {len(memory.queries)} "
+                    f"tasks but the episodes of {len(memory.episodes)} (a snapshot written "
+                    "before G-Memory kept its episodes); acquire again (protocol.resume=false) "
+                    "to build the global memory."
+                )
+            self.observe_groups([[episode] for episode in memory.stored_episodes()])
 
     # -- reporting and snapshots -------------------------------------------------------------
     def metrics(self) -> dict[str, Any]:
@@ -367,6 +458,7 @@ class GMemory(MemoryMethod):
             "insights": self.insights.to_dict(),
             "shown": {t: list(s) for t, s in self.shown.items()},
             "n_observed": self.n_observed,
+            "episodes": list(self.episodes),
             "token_usage": {p: dict(u) for p, u in self.token_usage.items()},
             "fallbacks": dict(self.fallbacks),
         }
@@ -378,6 +470,7 @@ class GMemory(MemoryMethod):
         self.insights.load_dict(state["insights"])
         self.shown = {t: list(s) for t, s in state.get("shown", {}).items()}
         self.n_observed = int(state.get("n_observed", len(self.queries)))
+        self.episodes = list(state.get("episodes", []))
         usage = state.get("token_usage", {})
         self.token_usage = {p: {**_zero_usage(), **usage.get(p, {})} for p in PURPOSES}
         self.fallbacks = dict(state.get("fallbacks", {}))

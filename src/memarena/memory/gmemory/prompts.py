@@ -198,7 +198,13 @@ def merge_schema(limit: int) -> dict[str, Any]:
 
 # retrieval slots (the agent prompt shows them in this order)
 PAST_SUCCESSES_HEADER = "Similar tasks solved before (their key steps and full trajectory):"
+# show_key_steps=false (MemCo's fork shows a solved task without G-Memory's key steps)
+PAST_TRAJECTORIES_HEADER = "Similar tasks solved before (their full trajectory):"
 INSIGHTS_HEADER = "Lessons learned from earlier tasks:"
+# failed_cases=hint: the one line that stands for the failed tasks retrieved (after the insights)
+FAILED_HINT = (
+    "Some similar earlier tasks failed: if your plan repeats what they did, try another way."
+)
 
 # use_llm=False test mode: the one deterministic insight rule (not part of G-Memory)
 AVOID_RULE = "Avoid '{action}' when the task is: {goal}"

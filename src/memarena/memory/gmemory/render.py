@@ -4,6 +4,8 @@
   format_task_context``: task, key steps, detailed trajectory) and as the comparative insight
   pass sees the solved side. The trajectory leaves out the steps the env rejected, as the
   reference's ``GMemory._extract_mas_message`` drops negative-reward steps from a solved task.
+  ``key_steps=False``: task and trajectory only, as MemCo's fork shows a solved task
+  (``memory_base.py: _message_to_execution_pattern``: task description, detailed trajectory).
 - :func:`render_failed`: the failed side of the comparative pass (task and its whole
   trajectory; the reference keeps a failed task's trajectory as it happened). The cause of the
   failure is written next to it by the prompt.
@@ -33,10 +35,12 @@ def trajectory_lines(node: QueryNode, skip_invalid: bool) -> list[str]:
     return lines
 
 
-def render_solved(node: QueryNode) -> str:
-    """Task, key steps and the full trajectory (rejected steps left out) of a solved task."""
-    lines = [f"Task: {node.goal} ({node.status})", "Key steps:"]
-    lines += key_step_lines(node) or ["  (none)"]
+def render_solved(node: QueryNode, key_steps: bool = True) -> str:
+    """Task, key steps (unless ``key_steps`` is False) and the full trajectory (rejected steps
+    left out) of a solved task."""
+    lines = [f"Task: {node.goal} ({node.status})"]
+    if key_steps:
+        lines += ["Key steps:", *(key_step_lines(node) or ["  (none)"])]
     lines += ["Full trajectory:", *trajectory_lines(node, skip_invalid=True)]
     return "\n".join(lines)
 

@@ -40,13 +40,16 @@ def success_candidates(
     expanded: Sequence[str],
     pool: int,
     threshold: float,
+    status: str = RESOLVED,
 ) -> list[str]:
-    """Steps 1-3 above: at most ``pool`` solved task ids, most similar first."""
+    """Steps 1-3 above: at most ``pool`` solved task ids, most similar first. With ``status``
+    FAILED, the failed tasks the same way (the reference's failed candidates,
+    ``_retrieve_memory_raw``; shown only as a hint, see ``GMemory.failed_cases``)."""
     if pool <= 0:
         return []
-    found = [q for q in expanded if queries.nodes[q].resolved]
+    found = [q for q in expanded if queries.nodes[q].status == status]
     if len(found) < pool:
-        found = queries.nearest(embedding, pool, RESOLVED)
+        found = queries.nearest(embedding, pool, status)
     sims = queries.similarity(embedding, found)
     ranked = sorted(found, key=lambda q: -sims[q])  # stable: ties keep their order
     return [q for q in ranked if sims[q] >= threshold][:pool]
