@@ -138,16 +138,16 @@ def test_query_graph_round_trip_and_chunked_matrix():
 
 
 # -- insight graph ---------------------------------------------------------------------------
-def test_rank_insights_by_overlap_then_score_then_id():
+def test_rank_insights_by_count_then_first_met():
     graph = InsightGraph()
-    i1 = graph.add("one", {"a"})  # overlap 1, score 2
-    i2 = graph.add("two", {"a", "b"})  # overlap 2
-    i3 = graph.add("three", {"b"}, score=5)  # overlap 1, score 5
-    graph.add("four", {"z"})  # no overlap
-    i5 = graph.add("five", {"c"})  # overlap 1, score 2, later id than i1
+    i1 = graph.add("one", {"a"})  # met 1st (task a), count 1
+    i2 = graph.add("two", {"a", "b"})  # met 2nd (task a), count 2
+    i3 = graph.add("three", {"b"}, score=5)  # met 3rd (task b), count 1: its score plays no part
+    graph.add("four", {"z"})  # no support
+    i5 = graph.add("five", {"c"})  # met 4th (task c), count 1
     ranked = graph.rank_insights(["a", "b", "c"], top_b=10)
-    assert [i.id for i in ranked] == [i2.id, i3.id, i1.id, i5.id]
-    assert [i.id for i in graph.rank_insights(["a", "b", "c"], top_b=2)] == [i2.id, i3.id]
+    assert [i.id for i in ranked] == [i2.id, i1.id, i3.id, i5.id]
+    assert [i.id for i in graph.rank_insights(["a", "b", "c"], top_b=2)] == [i2.id, i1.id]
 
 
 def test_apply_ops_scores_and_clear_removes_at_zero():

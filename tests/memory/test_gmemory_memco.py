@@ -243,3 +243,18 @@ def test_gmemory_own_rendering_keeps_key_steps_and_never_shows_failures():
         "  step 2: > bad -> nothing happens",
     ]
     assert "insights" not in ctx.slots and ctx.memory_ids == ["s"]
+
+
+def test_other_memory_calls_are_asked_at_the_llm_config_default():
+    """G-Memory's cause-of-failure, insight and merge calls set no temperature in its code, so
+    the llm_config default 0.1 applies (method.memory_temperature); the key steps have their
+    own (0.1, MemCo's fork 0)."""
+    assert compose_cfg(["method=gmemory"]).method.memory_temperature == 0.1
+    for temperature in (0.1, 0.0):
+        llm = FakeLLM(default=KEY)
+        memory = make(llm, memory_temperature=temperature, key_steps_temperature=0.0,
+                      start_insights_threshold=2, rounds_per_insights=2, merge_every=2)  # fmt: skip
+        for i in range(2):
+            memory.observe(traj(f"t{i}", f"v:1,0.{i}"), outcome(i == 0))
+        others = [r for r in llm.requests if r.messages[0]["content"] != prompts.KEY_STEPS_SYSTEM]
+        assert others and {r.temperature for r in others} == {temperature}

@@ -8,10 +8,12 @@ import json
 import random
 
 import numpy as np
+import pytest
 from doubles import FakeEmbedder, FakeLLM
 
 from conftest import compose_cfg
 from memarena.core import (
+    ConfigError,
     Feedback,
     MemoryQuery,
     MemoryServices,
@@ -270,6 +272,96 @@ def test_insights_ranked_by_nearest_solved_and_failed_tasks_not_the_graph():
     assert ctx.memory_ids[1:] == [ins.id, also.id]
 
 
+# -- insight ranking and identity (query_insights_with_score, GMemory.backward) ----------------
+def test_rank_ties_keep_first_met_order_not_score_or_id():
+    graph = InsightGraph()
+    i1 = graph.add("one", {"s_far"})
+    i2 = graph.add("two", {"s_near"})
+    i3 = graph.add("three", {"f1"}, score=5)
+    i4 = graph.add("four", {"s_near", "f1"})
+    # the reference visits s_near (i2, i4 in creation order), then s_far (i1), then f1 (i3):
+    # counts i2 1, i4 2, i1 1, i3 1; a stable sort by count gives i4, i2, i1, i3
+    ranked = graph.rank_insights(["s_near", "s_far", "f1"], top_b=4)
+    assert [i.id for i in ranked] == [i4.id, i2.id, i1.id, i3.id]
+    assert graph.rank_insights(["s_near", "s_far", "f1"], top_b=3) == ranked[:3]
+    # (the earlier rule, count then score then id, showed i4, i3, i1)
+
+
+def test_retrieval_shows_tied_insights_in_nearest_task_order():
+    memory = make(FakeLLM(), rerank_successes=False, top_b=3)
+    store(memory, "s1", "v:1,0,0", True)
+    store(memory, "s2", "v:0.6,0.8,0", True)
+    store(memory, "f1", "v:0.8,0.6,0", False)
+    far = memory.insights.add("from the farther solved task", {"s2"}, score=9)
+    failed = memory.insights.add("from the failed task", {"f1"})
+    near = memory.insights.add("from the nearest solved task", {"s1"})
+    ctx = memory.retrieve(query("x", "v:1,0.05,0"))
+    # each count 1: solved tasks nearest first (s1, s2), then the failed one (f1)
+    assert ctx.memory_ids == ["s1", near.id, far.id, failed.id]
+
+
+def test_rank_by_text_counts_one_wording_once():
+    graph = InsightGraph()
+    x1 = graph.add("same", {"a"})
+    x2 = graph.add("other", {"a", "b"})
+    x3 = graph.add("same", {"b"})  # e.g. two clusters merged to one wording
+    # text: a meets "same" (x1), "other"; b meets "other", "same" (x3): both at 2, first met first
+    assert [i.id for i in graph.rank_insights(["a", "b"], 3, by_text=True)] == [x1.id, x2.id]
+    # id: x1 1, x2 2, x3 1
+    assert [i.id for i in graph.rank_insights(["a", "b"], 3)] == [x2.id, x1.id, x3.id]
+
+
+def test_reward_texts_scores_every_insight_holding_a_shown_wording():
+    graph = InsightGraph()
+    exact = graph.add("pick first", set())  # 2 - 2 = 0: removed
+    longer = graph.add("always pick first, then move", set(), score=3)  # 3 - 2 = 1
+    other = graph.add("move", set())  # no shown wording in it: 2
+    assert graph.reward_texts(["pick first"], success=False) == 1
+    assert list(graph.insights) == [longer.id, other.id] and exact.id not in graph.insights
+    assert (longer.score, other.score) == (1, 2)
+
+
+@pytest.mark.parametrize(
+    ("identity", "success", "after"),
+    [("text", False, None), ("id", False, 2), ("text", True, 3), ("id", True, 2)],
+)
+def test_merge_reusing_a_shown_wording_then_scoring(identity, success, after):
+    llm = FakeLLM()
+    memory = make(llm, rerank_successes=False, merge_every=3, insight_identity=identity)
+    store(memory, "t0", "v:1,0,0", True)
+    store(memory, "t1", "v:0.8,0.6,0", True)
+    memory.insights.add("pick first", {"t0"})
+    memory.insights.add("look around", {"t1"})
+    memory.retrieve(query("x", "v:1,0.05,0"))
+    shown = ["pick first", "look around"] if identity == "text" else []
+    assert memory.shown_texts.get("x", []) == shown
+    # the 3rd task: key steps (+ cause of failure), then the merge of the single cluster of 3
+    # tasks: both rules in one batch, merged into the first one's wording (a new insight, score 2)
+    llm.answers = [KEY] + ([] if success else [json.dumps({"reason": "wrong room"})])
+    llm.answers.append(json.dumps({"insights": ["pick first"]}))
+    memory.observe(traj("x", "v:1,0.05,0"), outcome(success))
+    assert len(llm.requests) == (2 if success else 3) and "x" not in memory.shown_texts
+    # text: "pick first" was shown, so the merged rule gets 2 - 2 = 0 (removed) or 2 + 1 = 3;
+    # id: the shown ids were merged away, the merged rule keeps its 2
+    scores = [i.score for i in memory.insights.insights.values()]
+    assert scores == ([] if after is None else [after])
+
+
+def test_insight_identity_text_survives_a_snapshot_and_is_checked():
+    memory = make(FakeLLM(), rerank_successes=False)
+    store(memory, "t0", "v:1,0,0", True)
+    memory.insights.add("pick first", {"t0"})
+    memory.retrieve(query("x", "v:1,0.05,0"))
+    again = make(FakeLLM(default=KEY), rerank_successes=False)
+    again.load_state_dict(json.loads(json.dumps(memory.state_dict())))
+    assert again.shown_texts == {"x": ["pick first"]}
+    again.insights.add("pick first", {"t0"})  # same wording, another id: scored too
+    again.observe(traj("x", "v:1,0.05,0"), outcome(True))
+    assert [i.score for i in again.insights.insights.values()] == [3, 3]
+    with pytest.raises(ConfigError, match="insight_identity='wording'"):
+        make(FakeLLM(), insight_identity="wording")
+
+
 # -- the cause of failure -----------------------------------------------------------------------
 def test_failed_task_stores_the_llm_cause_of_failure():
     llm = FakeLLM([KEY, json.dumps({"reason": "the ball was left in room b"})])
@@ -289,7 +381,7 @@ def test_reference_defaults_and_memarena_v1_ablation():
     got = {key: method[key] for key in ("k", "hops", "n_successes", "top_b", "link_k")}
     assert got == {"k": 1, "hops": 1, "n_successes": 1, "top_b": 3, "link_k": 10}
     assert method.retrieve_threshold == 0.0 and method.link_threshold == 0.85
-    assert method.rerank_successes is True
+    assert method.rerank_successes is True and method.insight_identity == "text"
     counts = ("start_insights_threshold", "rounds_per_insights", "insights_point_num")
     assert [method[key] for key in counts] == [5, 5, 5] and method.merge_every == 20
     v1 = compose_cfg(["method=gmemory", "ablation=gmemory/memarena_v1"]).method

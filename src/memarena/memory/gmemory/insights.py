@@ -9,7 +9,10 @@ it (the reference's ``positive_correlation_tasks``) and the reference code's int
   ADD whose text contains an existing insight is dropped and an EDIT whose text contains one
   becomes an AGREE of that insight; operations apply in the order REMOVE, AGREE, EDIT, ADD.
 - After every task the insights shown for it get +1 when it succeeded and -2 when it failed
-  (``GMemory.backward``).
+  (``GMemory.backward``): the reference names them by their wording, so every insight whose
+  content contains a shown wording is scored (:meth:`InsightGraph.reward_texts`);
+  :meth:`InsightGraph.reward` names them by id instead (``insight_identity``, see
+  :mod:`~memarena.memory.gmemory.method`).
 - An insight at score <= 0 is removed (``clear_insights``) after each fine-tuned task and after
   each per-task score update, not in between: a REMOVE and a later AGREE of the same sampled
   task can cancel out.
@@ -24,7 +27,6 @@ by its code), so neither does this baseline.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -61,12 +63,6 @@ class Insight:
         return Insight(d["id"], d["content"], set(d.get("supports", [])), int(d["score"]))
 
 
-def id_key(insight_id: str) -> tuple[int, str]:
-    """Order of ids: by their trailing number (creation order), then the text."""
-    match = re.search(r"(\d+)$", insight_id)
-    return (int(match.group(1)) if match else -1, insight_id)
-
-
 class InsightGraph:
     """The insight list, in creation order (``insights`` is an insertion-ordered dict)."""
 
@@ -97,16 +93,28 @@ class InsightGraph:
         hits.sort(key=lambda h: -h[0])  # stable: creation order among ties
         return [i for _, i in hits]
 
-    def rank_insights(self, query_ids: Iterable[str], top_b: int) -> list[Insight]:
-        """Insights whose supports meet ``query_ids``, by the number met (desc), then score
-        (desc), then creation order; at most ``top_b`` (``query_insights_with_score``)."""
-        wanted = set(query_ids)
-        if top_b <= 0 or not wanted:
+    def rank_insights(
+        self, query_ids: Sequence[str], top_b: int, by_text: bool = False
+    ) -> list[Insight]:
+        """At most ``top_b`` insights supported by ``query_ids``, as the reference ranks them
+        (``InsightsManager.query_insights_with_score``): each query task in the given order adds
+        1 to every insight it supports, met in creation order; the insights are then sorted by
+        that count alone, a stable sort, so ties keep the order in which they were first met
+        (the nearest solved task's insights first). ``by_text``: insights of the same wording
+        are one entry whose count is the sum of theirs (the reference counts by rule text),
+        shown as the first of them met; otherwise every insight is its own entry."""
+        if top_b <= 0:
             return []
-        hits = [(len(i.supports & wanted), i) for i in self.insights.values()]
-        hits = [(n, i) for n, i in hits if n > 0]
-        hits.sort(key=lambda h: (-h[0], -h[1].score, id_key(h[1].id)))
-        return [i for _, i in hits[:top_b]]
+        counts: dict[str, int] = {}  # entry key -> count, in first-encounter order
+        first: dict[str, Insight] = {}
+        for query_id in query_ids:
+            for insight in self.insights.values():
+                if query_id in insight.supports:
+                    key = insight.content if by_text else insight.id
+                    counts[key] = counts.get(key, 0) + 1
+                    first.setdefault(key, insight)
+        ranked = sorted(counts, key=lambda key: -counts[key])  # stable: first met among ties
+        return [first[key] for key in ranked[:top_b]]
 
     # -- updates ---------------------------------------------------------------------------------
     def containing(self, text: str) -> Insight | None:
@@ -152,13 +160,28 @@ class InsightGraph:
         return len(gone)
 
     def reward(self, shown_ids: Iterable[str], success: bool) -> int:
-        """+1 (success) or -2 (failure) to each shown insight still present, then
-        :meth:`clear` (``GMemory.backward``); returns how many were removed."""
+        """+1 (success) or -2 (failure) to each shown insight still present, named by id, then
+        :meth:`clear`; returns how many were removed (``insight_identity: id``)."""
         delta = SUCCESS_REWARD if success else FAILURE_REWARD
         for insight_id in dict.fromkeys(shown_ids):
             if insight_id in self.insights:
                 self.insights[insight_id].score += delta
         return self.clear()
+
+    def reward_texts(self, shown_texts: Iterable[str], success: bool) -> int:
+        """The reference's backward pass (``GMemory.backward`` / ``InsightsManager.backward``):
+        for each shown wording in turn, +1 (success) or -2 (failure) to every insight whose
+        current content contains it, then :meth:`clear`. An insight merged or added since with
+        a shown wording is scored too; one edited away from it is not. Returns how many were
+        removed (``insight_identity: text``)."""
+        delta = SUCCESS_REWARD if success else FAILURE_REWARD
+        removed = 0
+        for text in shown_texts:
+            for insight in self.insights.values():
+                if text in insight.content:
+                    insight.score += delta
+            removed += self.clear()
+        return removed
 
     def replace(self, merged: Sequence[tuple[str, Sequence[str]]]) -> None:
         """Drop every insight and add ``(content, supports)`` at score 2 (``merge_insights``)."""

@@ -174,7 +174,9 @@ def extract_key_steps(
     return out
 
 
-def fail_reason_request(trajectory: Trajectory, cap: int | None = None) -> ChatRequest:
+def fail_reason_request(
+    trajectory: Trajectory, cap: int | None = None, temperature: float = 0.0
+) -> ChatRequest:
     user = prompts.FAIL_REASON_USER.format(
         goal=trajectory.task.goal,
         initial=clip(trajectory.initial_observation, 400),
@@ -187,6 +189,7 @@ def fail_reason_request(trajectory: Trajectory, cap: int | None = None) -> ChatR
         ],
         json_schema=prompts.FAIL_REASON_SCHEMA,
         max_tokens=reply_tokens(prompts.FAIL_REASON_SCHEMA, cap),
+        temperature=float(temperature),
     )
 
 
@@ -196,10 +199,11 @@ def extract_fail_reasons(
     usage: dict[str, int] | None = None,
     fallbacks: dict[str, int] | None = None,
     cap: int | None = None,
+    temperature: float = 0.0,
 ) -> list[str]:
     """The likely cause of each failed trajectory, from ONE batched JSON call. A malformed or
     empty answer gives ``""`` and counts fallback ``gmemory_fail_reason``."""
-    requests = [fail_reason_request(t, cap) for t in trajectories]
+    requests = [fail_reason_request(t, cap, temperature) for t in trajectories]
     answers = json_batch(llm, requests, usage=usage, fallbacks=fallbacks, kind=FALLBACK_FAIL_REASON)
     reasons = []
     for answer in answers:

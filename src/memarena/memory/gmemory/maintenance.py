@@ -85,15 +85,25 @@ def divide(items: Sequence[str], size: int, rng: random.Random) -> list[list[str
     return [items[i : i + step] for i in range(0, len(items), step)]
 
 
-def _request(system: str, user: str, schema: dict[str, Any], cap: int | None) -> ChatRequest:
+def _request(
+    system: str, user: str, schema: dict[str, Any], cap: int | None, temperature: float = 0.0
+) -> ChatRequest:
     """A JSON request whose ``max_tokens`` is the longest valid answer of ``schema``, or
-    ``cap`` when smaller (:func:`memarena.core.json_budget.reply_tokens`)."""
+    ``cap`` when smaller (:func:`memarena.core.json_budget.reply_tokens`), sampled at
+    ``temperature``."""
     messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
-    return ChatRequest(messages=messages, json_schema=schema, max_tokens=reply_tokens(schema, cap))
+    return ChatRequest(
+        messages=messages,
+        json_schema=schema,
+        max_tokens=reply_tokens(schema, cap),
+        temperature=float(temperature),
+    )
 
 
-def _ops_request(system: str, user: str, cap: int | None = None) -> ChatRequest:
-    return _request(system, user, prompts.OPS_SCHEMA, cap)
+def _ops_request(
+    system: str, user: str, cap: int | None = None, temperature: float = 0.0
+) -> ChatRequest:
+    return _request(system, user, prompts.OPS_SCHEMA, cap, temperature)
 
 
 def point_calls(
@@ -102,6 +112,7 @@ def point_calls(
     query_id: str,
     rng: random.Random,
     cap: int | None = None,
+    temperature: float = 0.0,
 ) -> tuple[list[tuple[ChatRequest, list[str]]], set[str]]:
     """Steps 1-3 for one drawn task: ``(request, the tasks it was written from)`` per call, and
     the ids of the rules shown."""
@@ -120,11 +131,11 @@ def point_calls(
             failure=render_failed(nodes[f]),
             **common,
         )
-        calls.append((_ops_request(prompts.COMPARE_SYSTEM, user, cap), [s, f]))
+        calls.append((_ops_request(prompts.COMPARE_SYSTEM, user, cap, temperature), [s, f]))
     for chunk in divide(successes, CHUNK_SIZE, rng):
         history = "\n\n".join(render_key_steps(nodes[q]) for q in chunk)
         user = prompts.SUCCESS_USER.format(successes=history, **common)
-        calls.append((_ops_request(prompts.SUCCESS_SYSTEM, user, cap), chunk))
+        calls.append((_ops_request(prompts.SUCCESS_SYSTEM, user, cap, temperature), chunk))
     return calls, {i.id for i in shown}
 
 
@@ -137,10 +148,11 @@ def finetune_point(
     usage: dict[str, int] | None = None,
     fallbacks: dict[str, int] | None = None,
     cap: int | None = None,
+    temperature: float = 0.0,
 ) -> dict[str, int]:
     """Steps 1-3 and the operations of step 4 for one drawn task (one batched call); returns
     operation counts (:func:`finetune` removes the insights at score <= 0)."""
-    calls, shown = point_calls(queries, insights, query_id, rng, cap)
+    calls, shown = point_calls(queries, insights, query_id, rng, cap, temperature)
     requests = [request for request, _ in calls]
     answers = json_batch(llm, requests, usage=usage, fallbacks=fallbacks, kind=FALLBACK_INSIGHTS)
     counts: dict[str, int] = {}
@@ -180,11 +192,14 @@ def merge_limit(batch: Sequence[str]) -> int:
     return max(1, len(batch) // 3)
 
 
-def merge_request(batch: Sequence[str], cap: int | None = None) -> ChatRequest:
+def merge_request(
+    batch: Sequence[str], cap: int | None = None, temperature: float = 0.0
+) -> ChatRequest:
     user = prompts.MERGE_USER.format(
         insights="\n".join(f"- {rule}" for rule in batch), limit=merge_limit(batch)
     )
-    return _request(prompts.MERGE_SYSTEM, user, prompts.merge_schema(merge_limit(batch)), cap)
+    schema = prompts.merge_schema(merge_limit(batch))
+    return _request(prompts.MERGE_SYSTEM, user, schema, cap, temperature)
 
 
 def merge(
@@ -194,6 +209,7 @@ def merge(
     usage: dict[str, int] | None = None,
     fallbacks: dict[str, int] | None = None,
     cap: int | None = None,
+    temperature: float = 0.0,
 ) -> int:
     """Replace the insights by their per-cluster merge (one batched call); returns the change
     in the number of insights (before - after)."""
@@ -203,7 +219,7 @@ def merge(
     for members in task_clusters(queries):
         rules = [i.content for i in insights.related(members)]
         jobs += [(members, rules[b : b + MERGE_BATCH]) for b in range(0, len(rules), MERGE_BATCH)]
-    requests = [merge_request(batch, cap) for _, batch in jobs]
+    requests = [merge_request(batch, cap, temperature) for _, batch in jobs]
     answers = json_batch(llm, requests, usage=usage, fallbacks=fallbacks, kind=FALLBACK_INSIGHTS)
     merged = [
         (content, members)

@@ -21,22 +21,28 @@ Learning, after every observed task (reference ``add_memory`` then ``backward``)
 insights on ``insights_point_num`` tasks drawn with a generator seeded by (``seed``, number of
 stored tasks); every ``merge_every`` tasks, merge them per task cluster
 (:mod:`~memarena.memory.gmemory.maintenance`); then score the insights shown for the task (+1
-solved, -2 failed; removed at <= 0).
+solved, -2 failed; removed at <= 0). The reference names the insights shown by their wording,
+so this scoring reaches every insight whose content holds a shown wording at the end of the task,
+one merged or added since included (``insight_identity``, below).
 
 Where the reference code differs from the paper's Section 3.1, this follows the code:
 
 - insights are ranked by the support of the 4 solved + 2 failed tasks nearest by plain cosine,
   not of the query graph's expanded set ``Q~``; the reference also counts the new task's own
-  goal text, which only matters when a stored task has the very same goal (left out here);
+  goal text, which only matters when a stored task has the very same goal (left out here).
+  The rank is the number of those tasks supporting an insight, nothing else: ties keep the
+  order in which the insights were first met going through the nearest solved tasks (nearest
+  first), then the failed ones, each task's insights in creation order
+  (``InsightsManager.query_insights_with_score``, a stable sort by count alone);
 - no insight-to-insight edges (``E_i`` of Eq. 5) are kept;
 - failed tasks are never shown to the agent (the reference's MAS workflows discard them and
   ``tasks/run.py`` passes ``failed_topk=0``; MemCo's fork shows one hint line for them:
   ``n_failed`` / ``failed_cases``);
 - the relevance re-ranking and the fine-tuning on sampled tasks are not in the paper's text.
 
-Where memarena differs from the code: supports and shown insights are task ids (the reference
-keys them by goal text, so tasks with one goal share them); an AGREE names its insight by id
-(the reference looks it up by its wording and, when that fails, credits the last insight);
+Where memarena differs from the code: supports are task ids (the reference keys them by goal
+text, so tasks with one goal share them); an AGREE names its insight by id (the reference looks
+it up by its wording and, when that fails, credits the last insight);
 invalid operations and malformed answers are counted fallbacks; the calls of one drawn task and
 of one merge are batched (see :mod:`~memarena.memory.gmemory.maintenance`); a rejected step is
 one the env marks invalid (``feedback.valid_action``) where the reference uses its envs'
@@ -62,6 +68,19 @@ memory only (:meth:`retrieve_in_team`), as MemCo's code runs G-Memory (its
 What the agent sees of a retrieval, and the key-step temperature, have two readings (keys
 ``show_key_steps``, ``n_failed`` / ``failed_cases``, ``key_steps_temperature``; both written in
 ``conf/method/gmemory.yaml`` and ``gmemory_memco.yaml``).
+
+Which insight a shown one is (``insight_identity``, written in ``conf/method/gmemory.yaml``):
+
+- ``text`` (G-Memory's code, the default): an insight is its wording. The ranking counts
+  insights of one wording as one (``query_insights_with_score`` keys its counts by rule text)
+  and the per-task score goes, for each wording shown, to every insight whose content at the
+  end of the task contains it (``GMemory.backward`` keeps the shown texts,
+  ``InsightsManager.backward`` matches ``insight in rule``): when a merge or an ADD in that
+  task's maintenance gives an insight a shown wording, that insight is scored (-2 on a failed
+  task); an insight edited away from its shown wording is not.
+- ``id`` (memarena's earlier reading): the shown insights are the ids picked at retrieval; the
+  score goes to those still present (an edited one included, one merged away not), and equal
+  wordings are ranked separately.
 
 Hooks for subclasses (EvoGraph-Mem): :meth:`insight_queries` (the tasks whose support ranks the
 insights) and :meth:`select_insights` pick the insights shown at retrieval; :meth:`after_task`
@@ -96,6 +115,7 @@ log = logging.getLogger(__name__)
 
 PURPOSES = ("key_steps", "fail_reason", "relevance", "insights", "merge")
 FAILED_CASES = ("none", "hint")  # how retrieved failed tasks reach the prompt
+INSIGHT_IDENTITIES = ("text", "id")  # what names a shown insight (text: G-Memory's code)
 STORED_OBS_CHARS = 300
 
 
@@ -126,9 +146,11 @@ class GMemory(MemoryMethod):
         merge_every: int = 20,
         max_key_steps: int = 5,
         key_steps_temperature: float = 0.1,
+        memory_temperature: float = 0.1,
         show_key_steps: bool = True,
         n_failed: int = 0,
         failed_cases: str = "none",
+        insight_identity: str = "text",
         use_llm: bool = True,
         max_tokens: Any = None,
         seed: int = 0,
@@ -152,6 +174,17 @@ class GMemory(MemoryMethod):
                 f"memarena: method.failed_cases={failed_cases!r} is not one of {FAILED_CASES} "
                 "(none: failed tasks are never shown, G-Memory; hint: one line, MemCo's fork)."
             )
+        if insight_identity not in INSIGHT_IDENTITIES:
+            raise ConfigError(
+                f"memarena: method.insight_identity={insight_identity!r} is not one of "
+                f"{INSIGHT_IDENTITIES} (text: an insight is its wording, G-Memory's code; id: "
+                "the insight picked at retrieval)."
+            )
+        if float(memory_temperature) < 0:
+            raise ConfigError(
+                f"memarena: method.memory_temperature={memory_temperature} must be >= 0 "
+                "(G-Memory's code: 0.1, its llm_config default)."
+            )
         if float(key_steps_temperature) < 0:
             raise ConfigError(
                 f"memarena: method.key_steps_temperature={key_steps_temperature} must be >= 0 "
@@ -165,14 +198,20 @@ class GMemory(MemoryMethod):
         self.rounds_per_insights, self.merge_every = int(rounds_per_insights), int(merge_every)
         self.insights_point_num, self.max_key_steps = int(insights_point_num), int(max_key_steps)
         self.key_steps_temperature = float(key_steps_temperature)
+        # cause of failure, relevance, insight fine-tuning and merge: the reference passes no
+        # temperature, so its llm_config default (configs/configs.yaml: 0.1) applies
+        self.memory_temperature = float(memory_temperature)
         self.show_key_steps = bool(show_key_steps)
         self.n_failed, self.failed_cases = int(n_failed), str(failed_cases)
+        self.insight_identity = str(insight_identity)
         self.use_llm, self.seed = bool(use_llm), int(seed)
         # reply-budget caps per purpose; None: the bound of the answer's schema
         self.token_caps = token_caps(max_tokens, self.PURPOSES, "method")
         self.queries = QueryGraph(link_k=link_k, link_threshold=link_threshold)
         self.insights = InsightGraph()
         self.shown: dict[str, list[str]] = {}  # task id -> insight ids shown at retrieval
+        # insight_identity=text: task id -> the wordings shown at retrieval (scored by wording)
+        self.shown_texts: dict[str, list[str]] = {}
         self.n_observed = 0
         # every stored episode as a compact row, in the order stored (for merge_domains)
         self.episodes: list[dict[str, Any]] = []
@@ -224,6 +263,7 @@ class GMemory(MemoryMethod):
             usage=self.token_usage["fail_reason"],
             fallbacks=self.fallbacks,
             cap=self.token_caps["fail_reason"],
+            temperature=self.memory_temperature,
         )
         return reason
 
@@ -247,6 +287,7 @@ class GMemory(MemoryMethod):
         self.episodes.append(episodes.encode(trajectory, outcome))
         self.n_observed += 1
         self.after_task(task.id, trajectory, outcome, self.shown.pop(task.id, []))
+        self.shown_texts.pop(task.id, None)
 
     def after_task(
         self,
@@ -256,12 +297,22 @@ class GMemory(MemoryMethod):
         retrieved_insight_ids: list[str],
     ) -> None:
         """G-Memory (reference ``add_memory`` then ``backward``): fine-tune and merge when due,
-        then score the insights shown for this task."""
+        then score the insights shown for this task, by wording or by id
+        (``insight_identity``)."""
+        texts = None
+        if self.insight_identity == "text":
+            texts = self.shown_texts.get(query_id)
+            if texts is None:  # a snapshot written before the wordings were kept
+                now = self.insights.insights
+                texts = [now[i].content for i in retrieved_insight_ids if i in now]
         if self.finetune_due():
             self.run_finetune()
         if self.n_observed % self.merge_every == 0:
             self.run_merge()
-        self.insights.reward(retrieved_insight_ids, outcome.success)
+        if texts is None:
+            self.insights.reward(retrieved_insight_ids, outcome.success)
+        else:
+            self.insights.reward_texts(texts, outcome.success)
 
     def finetune_due(self) -> bool:
         n = self.n_observed
@@ -287,6 +338,7 @@ class GMemory(MemoryMethod):
                     usage=self.token_usage["insights"],
                     fallbacks=self.fallbacks,
                     cap=self.token_caps["insights"],
+                    temperature=self.memory_temperature,
                 )
         else:
 
@@ -317,6 +369,7 @@ class GMemory(MemoryMethod):
             usage=self.token_usage["merge"],
             fallbacks=self.fallbacks,
             cap=self.token_caps["merge"],
+            temperature=self.memory_temperature,
         )
 
     # -- retrieval ---------------------------------------------------------------------------
@@ -326,8 +379,11 @@ class GMemory(MemoryMethod):
         return insight_neighbourhood(self.queries, embedding)
 
     def select_insights(self, queries: list[str], top_ids: list[str]) -> list[tuple[str, str]]:
-        """(insight id, content) to show: ranked by support among ``queries``."""
-        return [(i.id, i.content) for i in self.insights.rank_insights(queries, self.top_b)]
+        """(insight id, content) to show: ranked by support among ``queries`` (under
+        ``insight_identity=text`` one wording is one entry)."""
+        by_text = self.insight_identity == "text"
+        ranked = self.insights.rank_insights(queries, self.top_b, by_text=by_text)
+        return [(i.id, i.content) for i in ranked]
 
     def past_successes(self, goal: str, embedding: np.ndarray, expanded: list[str]) -> list[str]:
         """The solved tasks to show (see :mod:`~memarena.memory.gmemory.retrieval`)."""
@@ -343,6 +399,7 @@ class GMemory(MemoryMethod):
                 usage=self.token_usage["relevance"],
                 fallbacks=self.fallbacks,
                 cap=self.token_caps["relevance"],
+                temperature=self.memory_temperature,
             )
         return pool[: self.n_successes]
 
@@ -375,6 +432,8 @@ class GMemory(MemoryMethod):
         if not self.frozen:  # what a learning memory scores after the task; frozen: untouched
             for query in queries:
                 self.shown[query.task.id] = []
+                if self.insight_identity == "text":
+                    self.shown_texts[query.task.id] = []
         if not len(self.queries) or not queries:
             return [MemoryContext.empty() for _ in queries]
         self._check_embedder()
@@ -389,6 +448,8 @@ class GMemory(MemoryMethod):
         chosen = self.select_insights(self.insight_queries(embedding, expanded), top)
         if not self.frozen:
             self.shown[task_id] = [i for i, _ in chosen]
+            if self.insight_identity == "text":
+                self.shown_texts[task_id] = [content for _, content in chosen]
         slots: dict[str, str] = {}
         if past:
             nodes = [self.queries.nodes[q] for q in past]
@@ -457,6 +518,7 @@ class GMemory(MemoryMethod):
             "queries": queries,
             "insights": self.insights.to_dict(),
             "shown": {t: list(s) for t, s in self.shown.items()},
+            "shown_texts": {t: list(s) for t, s in self.shown_texts.items()},
             "n_observed": self.n_observed,
             "episodes": list(self.episodes),
             "token_usage": {p: dict(u) for p, u in self.token_usage.items()},
@@ -469,6 +531,7 @@ class GMemory(MemoryMethod):
         self.query_encoder.clear()
         self.insights.load_dict(state["insights"])
         self.shown = {t: list(s) for t, s in state.get("shown", {}).items()}
+        self.shown_texts = {t: list(s) for t, s in state.get("shown_texts", {}).items()}
         self.n_observed = int(state.get("n_observed", len(self.queries)))
         self.episodes = list(state.get("episodes", []))
         usage = state.get("token_usage", {})

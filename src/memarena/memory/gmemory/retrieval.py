@@ -62,7 +62,9 @@ def insight_neighbourhood(queries: QueryGraph, embedding: np.ndarray) -> list[st
     )
 
 
-def relevance_request(example: str, goal: str, cap: int | None = None) -> ChatRequest:
+def relevance_request(
+    example: str, goal: str, cap: int | None = None, temperature: float = 0.0
+) -> ChatRequest:
     user = prompts.RELEVANCE_USER.format(example=example, goal=goal)
     return ChatRequest(
         messages=[
@@ -71,6 +73,7 @@ def relevance_request(example: str, goal: str, cap: int | None = None) -> ChatRe
         ],
         json_schema=prompts.RELEVANCE_SCHEMA,
         max_tokens=reply_tokens(prompts.RELEVANCE_SCHEMA, cap),
+        temperature=float(temperature),
     )
 
 
@@ -87,11 +90,12 @@ def rerank(
     usage: dict[str, int] | None = None,
     fallbacks: dict[str, int] | None = None,
     cap: int | None = None,
+    temperature: float = 0.0,
 ) -> list[str]:
     """Step 4: ``(id, rendered task)`` candidates by the LLM's 1-10 relevance score (desc),
     ties in the given order, from ONE batched call. A malformed score counts as 0 (the
     reference's value when no number is found) and counts fallback ``gmemory_relevance``."""
-    requests = [relevance_request(text, goal, cap) for _, text in candidates]
+    requests = [relevance_request(text, goal, cap, temperature) for _, text in candidates]
     answers = json_batch(llm, requests, usage=usage, fallbacks=fallbacks, kind=FALLBACK_RELEVANCE)
     scores = []
     for answer in answers:
