@@ -18,8 +18,7 @@ python run.py -m experiment=evograph_fig3 ${pddl[@]+"${pddl[@]}"} "$@"
 if [[ -n "${HOTPOTQA:-}" ]]; then
   python run.py -m experiment=evograph_table1_hotpotqa env.path="$HOTPOTQA" "$@"
   python run.py -m experiment=evograph_table1_hotpotqa "${FAITHFUL[@]}" env.path="$HOTPOTQA" "$@"
-  python run.py -m experiment=evograph_fig3 env=hotpotqa env.dataset=distractor \
-    env.path="$HOTPOTQA" "$@"
+  python run.py -m experiment=evograph_fig3_hotpotqa env.path="$HOTPOTQA" "$@"
 else
   echo "HOTPOTQA unset: skipping the HotpotQA rows (set it to hotpot_dev_distractor_v1.json)"
 fi
@@ -27,8 +26,7 @@ if [[ -n "${FEVER:-}" ]]; then
   python run.py -m experiment=evograph_table1_fever env.path="$FEVER" env/wiki=live "$@"
   python run.py -m experiment=evograph_table1_fever "${FAITHFUL[@]}" env.path="$FEVER" \
     env/wiki=live "$@"
-  python run.py -m experiment=evograph_fig3 env=fever env.dataset=official env.path="$FEVER" \
-    env/wiki=live "$@"
+  python run.py -m experiment=evograph_fig3_fever env.path="$FEVER" env/wiki=live "$@"
 else
   echo "FEVER unset: skipping the FEVER rows (set it to the official FEVER dev jsonl)"
 fi

@@ -50,7 +50,9 @@ def test_paper_experiments_pin_data_backbone_sampling_and_free_actions(experimen
             disjoint = experiment.endswith("_disjoint")
             assert cfg.env.train_source == ("generated" if disjoint else "problems")
     if experiment.startswith("evograph_"):
-        assert cfg.backbone.name == "qwen2.5-7b" and cfg.protocol.temperature == 0.1
+        # G-Memory's workflows: a greedy agent cut at the first newline, the whole trajectory
+        assert cfg.backbone.name == "qwen2.5-7b" and cfg.protocol.temperature == 0.0
+        assert list(cfg.protocol.stop) == ["\n"] and cfg.protocol.history_steps is None
         assert cfg.protocol.update_every == 1 and cfg.protocol.freeze_during_eval is False
         assert cfg.protocol.max_train_tasks == 0
     if experiment.startswith("reme_"):
@@ -223,3 +225,19 @@ def test_evograph_retrieves_past_tasks_as_the_g_memory_code_it_builds_on():
     assert {k: evo[k] for k in keys} == {k: gm[k] for k in keys}
     assert evo.rerank_successes is gm.rerank_successes is True
     assert (evo.top_b, gm.top_b) == (5, 3)  # EvoGraph's own B of Eq. 10; G-Memory's insights_topk
+
+
+@pytest.mark.parametrize("env", ["pddl", "hotpotqa", "fever"])
+def test_figure3_all_cell_is_the_table1_evograph_cell_of_its_benchmark(env):
+    """Figure 3's experiment of a benchmark composes its Table 1 file: the "all" ablation (the
+    method's default controller) has Table 1's env, protocol and method (few-shot examples,
+    step budget, data), so the cell cannot be launched with other settings by mistake."""
+    fig3 = "evograph_fig3" if env == "pddl" else f"evograph_fig3_{env}"
+    cell = compose_cfg([f"experiment={fig3}", "ablation=evograph/all"])
+    table1 = compose_cfg([f"experiment=evograph_table1_{env}", "method=evograph"])
+    for node in ("env", "protocol", "method", "backbone", "memory_backbone"):
+        assert cell[node] == table1[node], node
+    assert (cell.report.tables[0], table1.report.tables[0]) == ("fig3", "table1")
+    # the agent as G-Memory's workflows call it: greedy, one line, the whole trajectory
+    assert (cell.protocol.temperature, list(cell.protocol.stop)) == (0.0, ["\n"])
+    assert cell.protocol.history_steps is None

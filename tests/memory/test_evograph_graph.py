@@ -19,7 +19,8 @@ from memarena.memory.evograph.controller import (
     GraphController,
     apply_decision,
     controller_schema,
-    trajectory_summary,
+    fit_trajectory,
+    trajectory_text,
 )
 from memarena.memory.evograph.insight_graph import EvoInsight, InsightGraph
 
@@ -319,25 +320,99 @@ def test_valid_ops_applied_despite_one_bad_revise(bad_revise):
     assert ctl.fallbacks == 0 and llm.usage.fallbacks == {"evograph_controller_op": 1}
 
 
-def test_compressed_trajectory_keeps_failing_step_and_final_outcome():
-    def step(i: int, ok: bool = True) -> Step:
-        label = None if ok else "precondition"
-        return Step(f"act {i}", f"obs {i}", 0.0, 0.1, Feedback(ok, ok, label))
+def _steps(n: int, obs_chars: int = 0, failing_at: int | None = None) -> list[Step]:
+    """n steps "act i" -> "obs i" (padded with x to ``obs_chars``); step ``failing_at`` fails."""
 
-    steps = [step(i, ok=i != 7) for i in range(1, 31)]  # step 7 fails, 30 steps in all
-    t = Trajectory(Task("q", "pddl", "test", "d", "goal"), "start", steps)
-    summary = trajectory_summary(t, Outcome(False, 0.4, 30, "budget"), max_steps=8)
-    lines = summary.splitlines()
-    assert lines[:2] == ["1. > act 1 -> obs 1", "2. > act 2 -> obs 2"]  # head
-    assert "7. > act 7 -> obs 7 [failed: precondition]" in lines  # the failing step
-    assert lines[-2:] == [
-        "30. > act 30 -> obs 30",
+    def step(i: int) -> Step:
+        ok = i != failing_at
+        obs = f"obs {i}".ljust(obs_chars, "x")
+        return Step(f"act {i}", obs, 0.0, 0.1, Feedback(ok, ok, None if ok else "precondition"))
+
+    return [step(i) for i in range(1, n + 1)]
+
+
+def test_trajectory_text_is_the_full_trajectory_and_final_answer():
+    steps = _steps(30, failing_at=7)
+    steps[-1] = Step(
+        "Finish[Kessby]", "Episode finished, reward = 0", 0.0, 0.4, Feedback(True, True)
+    )
+    t = Trajectory(Task("q", "hotpotqa", "test", "d", "goal"), "Question: where?\nline 2", steps)
+    text = trajectory_text(t, Outcome(False, 0.4, 30, "budget"))
+    lines = text.splitlines()
+    assert lines[:3] == ["Start: Question: where?", "line 2", "1. > act 1 -> obs 1"]
+    assert "7. > act 7 -> obs 7 [failed: precondition]" in lines  # the failing step, marked
+    assert all(f"{i}. > act {i} -> obs {i}" in lines for i in range(1, 30) if i != 7)  # all
+    assert lines[-3:] == [
+        "30. > Finish[Kessby] -> Episode finished, reward = 0",
+        "Final answer (the agent's last action): Finish[Kessby]",
         "Final outcome: Failed (status budget, progress 0.40, 30 steps)",
     ]
-    assert "... (4 steps omitted) ..." in lines  # steps 3-6
-    assert sum(1 for line in lines if line[0].isdigit()) == 8
-    short = trajectory_summary(Trajectory(t.task, "start", steps[:3]))
-    assert short.splitlines()[0] == "1. > act 1 -> obs 1" and "omitted" not in short
+    assert "left out" not in text
+    # fits: returned as it is, not cut
+    assert fit_trajectory(t, Outcome(False, 0.4, 30, "budget"), len(text)) == (text, False)
+    empty = trajectory_text(Trajectory(t.task, "start", []))
+    assert empty.splitlines() == [
+        "Start: start",
+        "(no steps)",
+        "Final answer (the agent's last action): (none)",
+    ]
+
+
+def test_fit_clips_the_longest_texts_first_and_keeps_every_step():
+    steps = _steps(10, obs_chars=50)
+    steps[3] = Step("act 4", "y" * 5000, 0.0, 0.1, Feedback(True, True))  # one huge observation
+    t = Trajectory(Task("q", "pddl", "test", "d", "goal"), "start", steps)
+    full = trajectory_text(t)
+    room = len(full) - 4000
+    text, cut = fit_trajectory(t, None, room)
+    assert cut and len(text) <= room
+    for i in (1, 2, 3, 5, 6, 7, 8, 9, 10):  # the short steps are left as they were
+        assert f"{i}. > act {i} -> {steps[i - 1].observation}" in text
+    (line,) = [x for x in text.splitlines() if x.startswith("4. > act 4 -> ")]
+    assert line.endswith("...") and 950 < len(line) < 1050  # only the long text was clipped
+
+
+def test_fit_leaves_out_middle_steps_only_when_clipping_is_not_enough():
+    t = Trajectory(
+        Task("q", "pddl", "test", "d", "goal"), "start", _steps(400, obs_chars=300, failing_at=7)
+    )
+    outcome = Outcome(False, 0.0, 400, "budget")
+    text, cut = fit_trajectory(t, outcome, 6000)
+    lines = text.splitlines()
+    assert cut and len(text) <= 6000
+    assert lines[1].startswith("1. > act 1 -> obs 1x") and lines[2].startswith("2. > act 2 -> ")
+    assert any(
+        x.startswith("7. > act 7 -> ") and x.endswith("[failed: precondition]") for x in lines
+    )
+    assert any(x.startswith("400. > act 400 -> ") for x in lines)  # the last step
+    assert "steps left out to fit the context" in text
+    assert lines[-2:] == [
+        "Final answer (the agent's last action): act 400",
+        "Final outcome: Failed (status budget, progress 0.00, 400 steps)",
+    ]
+    given, cut = fit_trajectory("a" * 50 + "b" * 50, None, 90)  # a text given as a string
+    assert cut and given.startswith("a") and given.endswith("b") and "left out" in given
+
+
+def test_keep_mode_on_a_failed_query():
+    # node k: (kappa, {q1}, {q0}, 1); the controller KEEPs it on the failed query q2 and ADDs
+    for mode, pos in (("reinforce", {"q1", "q2"}), ("untouched", {"q1"})):
+        g = InsightGraph()
+        k = g.add("k", "q1")
+        g.nodes[k].neg.add("q0")
+        trace = list(g.nodes[k].trace)
+        d = Decision(ops={k: "KEEP"}, retrieved=[k], add=True, new_insight="lesson")
+        (new,) = apply_decision(g, d, "q2", resolved=False, keep_mode=mode)
+        # reinforce (Eq. 17): (k, {q1} | {q2}, {q0}, 1); untouched: (k, {q1}, {q0}, 1)
+        assert state(g, k) == ("k", pos, {"q0"}, True)
+        assert state(g, new) == ("lesson", {"q2"}, set(), True)  # Eq. 16 either way
+        assert g.edges == []  # failed: no Eq. 18 edges
+        # r at Q~ = {q0, q1, q2}, lambda 1: reinforce 2 - 1 = 1, untouched 1 - 1 = 0
+        assert g.utility(g.nodes[k], {"q0", "q1", "q2"}, 1.0) == len(pos) - 1
+        if mode == "untouched":
+            assert g.nodes[k].trace == trace  # not touched at all
+    with pytest.raises(ValueError, match="keep_mode"):
+        apply_decision(InsightGraph(), Decision(), "q", True, keep_mode="grow")
 
 
 @pytest.mark.parametrize(

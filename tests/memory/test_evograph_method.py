@@ -8,9 +8,10 @@ from __future__ import annotations
 import json
 
 import pytest
+import yaml
 from doubles import FakeEmbedder, FakeLLM
 
-from conftest import run_py
+from conftest import ROOT, run_py
 from memarena.core import ConfigError, MemoryServices
 from memarena.core.types import Feedback, MemoryQuery, Observation, Outcome, Step, Task, Trajectory
 from memarena.memory.evograph import EvoGraphMem
@@ -181,18 +182,132 @@ def test_one_bad_revise_keeps_the_good_archive_and_add():
     assert again.controller_invalid_ops == 1
 
 
-def test_long_failed_trajectory_keeps_failing_step_and_outcome_in_the_prompt():
-    memory, llm = make([key_steps(), decision(add="Pick first.")])
-    task = Task("pddl/t/long", "pddl", "test", "gripper", GOAL)
-    steps = [Step(f"move room{i}", "ok", 0.0, 0.0, Feedback(True, True)) for i in range(30)]
-    steps[4] = Step(
-        "drop ball9 roomz", "no such ball", 0.0, 0.0, Feedback(False, False, "precondition")
+def hotpot_like(n_steps: int = 14, page_chars: int = 900) -> Trajectory:
+    """A ReAct HotpotQA episode as the runner records it: multi-line Wikipedia paragraphs far
+    longer than a line, failing lookups, more steps than any summary would keep, then Finish."""
+    task = Task("hotpotqa/dev/7", "hotpotqa", "test", "bridge", GOAL)
+    steps = []
+    for i in range(1, n_steps):
+        page = f"Page {i}: Kessby is a village.\n" + " ".join(f"s{i}w{j}" for j in range(400))
+        obs = page[:page_chars] + f"\n(end of paragraph {i})"
+        ok = i % 5 != 0  # every fifth lookup finds nothing
+        fb = Feedback(ok, ok, None if ok else "no_effect")
+        steps.append(Step(f"Search[entity {i}]", obs if ok else "No more results.", 0.0, 0.0, fb))
+    steps.append(
+        Step("Finish[Kessby]", "Episode finished, reward = 0", 0.0, 0.0, Feedback(True, True))
     )
-    memory.observe(Trajectory(task, "start", steps), done(False))
-    prompt = llm.requests[-1].messages[1]["content"]
-    assert "5. > drop ball9 roomz -> no such ball [failed: precondition]" in prompt
-    assert "30. > move room29 -> ok" in prompt and "steps omitted" in prompt
-    assert "Final outcome: Failed (status failure, progress 0.00, 2 steps)" in prompt
+    return Trajectory(task, "Question: Where was the engineer born?\n(2 hops)", steps)
+
+
+def test_controller_request_holds_every_step_and_the_final_answer():
+    memory, llm = make([key_steps(), decision(add="Pick first.")])
+    t = hotpot_like()
+    memory.observe(t, Outcome(False, 0.0, len(t.steps), "failure"))
+    request = llm.requests[-1]  # the controller's ChatRequest, as the memory LLM receives it
+    assert request.json_schema["required"] == ["add", "insight"]  # the controller's own schema
+    prompt = request.messages[1]["content"]
+    assert t.initial_observation in prompt
+    for i, step in enumerate(t.steps, 1):  # every step, action and observation verbatim
+        assert f"{i}. > {step.action} -> {step.observation}" in prompt
+    assert "[failed: no_effect]" in prompt and "left out" not in prompt
+    assert "Final answer (the agent's last action): Finish[Kessby]" in prompt
+    assert f"Final outcome: Failed (status failure, progress 0.00, {len(t.steps)} steps)" in prompt
+    assert "Task feedback: Failed" in prompt
+    assert memory.metrics()["controller_truncations"] == 0
+
+
+def test_trajectory_is_cut_only_past_the_context_and_counted():
+    # 3000 tokens of context, less the reply bound (the schema's: {"add", "insight" <= 300})
+    # and 64 for the template, at 3 characters a token
+    memory, llm = make([key_steps(), decision(add="Pick first.")], controller_context_tokens=3000)
+    t = hotpot_like(n_steps=30, page_chars=2000)  # about 60000 characters of trajectory
+    memory.observe(t, done(False))
+    request = llm.requests[-1]
+    assert sum(len(m["content"]) for m in request.messages) <= (3000 - request.max_tokens - 64) * 3
+    prompt = request.messages[1]["content"]
+    for i, step in enumerate(t.steps, 1):  # observations clipped, every step still there
+        assert f"{i}. > {step.action} -> " in prompt
+    assert "Final answer (the agent's last action): Finish[Kessby]" in prompt
+    assert memory.metrics()["controller_truncations"] == 1
+    assert llm.usage.fallbacks == {"evograph_controller_truncated": 1}
+    state = json.loads(json.dumps(memory.state_dict()))
+    again, _ = make([])
+    again.load_state_dict(state)
+    assert again.controller_truncations == 1
+
+
+def test_controller_context_comes_from_the_backbone_unless_set():
+    memory, llm = make([])
+    assert memory.controller.context_tokens == 32768  # the double states no context
+    memory, llm = make([])
+    llm.context_limit = 8192  # hf: max_position_embeddings; vllm: max_model_len
+    assert memory.controller.context_tokens == 8192
+    memory, llm = make([], controller_context_tokens=100_000)
+    llm.context_limit = 8192
+    assert memory.controller.context_tokens == 8192  # never past the backbone's own limit
+    memory, _ = make([], controller_context_tokens=4000)
+    assert memory.controller.context_tokens == 4000
+    with pytest.raises(ConfigError, match="controller_context_tokens"):
+        make([], controller_context_tokens=0)
+
+
+@pytest.mark.parametrize(
+    ("keep_mode", "first_pos", "second_pos", "r_at_t2"),
+    [
+        ("untouched", {"pddl/t/0"}, {"pddl/t/1"}, 1),  # Figure 3's add+keep: retained as they were
+        # Eq. 17 on every KEEP: the failed t1 and the resolved t2 join Omega+
+        ("reinforce", {"pddl/t/0", "pddl/t/1", "pddl/t/2"}, {"pddl/t/1", "pddl/t/2"}, 2),
+    ],
+)
+def test_add_keep_on_a_failed_query(keep_mode, first_pos, second_pos, r_at_t2):
+    memory, llm = make(
+        [
+            key_steps(),
+            decision(add="Pick first."),  # t0 resolved: ADD ins-0001 = (., {t0}, {}, 1)
+            key_steps(),
+            decision({"ins-0001": "KEEP"}, add="Check the gripper."),  # t1 FAILED: ins-0002
+            key_steps(),
+            decision({"ins-0001": "KEEP", "ins-0002": "KEEP"}, add="Move last."),  # t2: ins-0003
+        ],
+        controller_ops=["KEEP"],
+        keep_mode=keep_mode,
+    )
+    run_task(memory, 0)
+    assert run_task(memory, 1, success=False) == ["ins-0001"]
+    g = memory.graph
+    # after the failed t1: untouched (., {t0}, {}, 1); reinforce (., {t0, t1}, {}, 1)
+    assert g.get("ins-0001").pos == first_pos - {"pddl/t/2"} and g.get("ins-0001").neg == set()
+    # r of ins-0001 at t2 (Q~ = {t0, t1}, lambda 1): untouched 1 - 0 = 1, reinforce 2 - 0 = 2
+    assert g.utility(g.get("ins-0001"), {"pddl/t/0", "pddl/t/1"}, 1.0) == r_at_t2
+    assert g.edges == []  # failed: no Eq. 18 edges
+    assert set(run_task(memory, 2)) == {"ins-0001", "ins-0002"}
+    for node_id, pos in (("ins-0001", first_pos), ("ins-0002", second_pos)):
+        node = g.get(node_id)
+        assert (node.pos, node.neg, node.active) == (pos, set(), True)
+    assert g.get("ins-0003").pos == {"pddl/t/2"}  # Eq. 16 either way
+    # resolved t2: Eq. 18 edges from both retrieved insights to the new one, either way
+    assert {tuple(e) for e in g.edges} == {
+        ("ins-0001", "ins-0003", "pddl/t/2"),
+        ("ins-0002", "ins-0003", "pddl/t/2"),
+    }
+    assert memory.decisions == {"KEEP": 3, "ARCHIVE": 0, "REVISE": 0, "ADD": 3}
+    system = llm.requests[-1].messages[0]["content"]
+    untouched = keep_mode == "untouched"
+    assert ("KEEP: the insight stays in memory exactly as it is." in system) == untouched
+    assert ("becomes positive evidence" in system) == (not untouched)
+
+
+def test_figure3_add_keep_reads_keep_as_untouched():
+    conf = ROOT / "conf" / "ablation" / "evograph"
+    cells = {
+        name: yaml.safe_load((conf / f"{name}.yaml").read_text())["method"]
+        for name in ("add_keep", "add_keep_reinforce", "add_keep_archive", "all")
+    }
+    assert cells["add_keep"] == {"controller_ops": ["KEEP"], "keep_mode": "untouched"}
+    assert cells["add_keep_reinforce"] == {"controller_ops": ["KEEP"], "keep_mode": "reinforce"}
+    assert cells["add_keep_archive"]["keep_mode"] == cells["all"]["keep_mode"] == "reinforce"
+    with pytest.raises(ConfigError, match="keep_mode"):
+        make([], keep_mode="grow")
 
 
 def test_ablation_ops_are_enforced_and_tokens_counted():

@@ -9,17 +9,28 @@ editable insight graph (evograph_mem.txt, Sections 3.2-3.4).
   the state changes are exactly Eq. 13-17 and the edge update Eq. 18. Each decision is
   validated per operation: the valid ones are applied, each invalid one is counted
   (``controller_invalid_ops``; fallback ``evograph_controller_op`` on the backbone); an answer
-  that is not a JSON object changes nothing (``controller_fallbacks``). The controller reads a
-  compressed trajectory that keeps the first steps, the failing steps, the last step and the
-  final outcome (:func:`~memarena.memory.evograph.controller.trajectory_summary`).
+  that is not a JSON object changes nothing (``controller_fallbacks``). The controller reads
+  what Appendix A gives it: the query, the full trajectory (every action and observation,
+  verbatim), the final answer, the task feedback and the shown insights
+  (:func:`~memarena.memory.evograph.controller.trajectory_text`). The trajectory is cut only
+  when the request would overflow the memory LLM's context (``controller_context_tokens``;
+  null: the backbone's own ``context_limit``, else 32768), and each cut request is counted
+  (``controller_truncations``).
 - G-Memory's periodic insight maintenance, per-task insight scoring and cause-of-failure call
   are replaced by the controller; key-step extraction, the query graph and the choice and
-  rendering of the solved tasks shown are G-Memory's (shared code). Its retrieval numbers stay
-  memarena's earlier ones (k=3, two solved tasks, link cosine 0.7, no similarity cut, no LLM
-  re-ranking: the defaults below and ``conf/method/evograph.yaml``); the insights come from the
-  expanded query set (Eq. 7), not G-Memory's nearest-task neighbourhood.
+  rendering of the solved tasks shown are G-Memory's (shared code), with G-Memory's reference
+  retrieval numbers, inherited from ``conf/method/gmemory.yaml`` (and the defaults of
+  :class:`~memarena.memory.gmemory.method.GMemory`): k=1 nearest task, hops=1, one solved task
+  shown (n_successes=1), links to the 10 nearest tasks at cosine >= 0.85, no similarity cut
+  (retrieve_threshold 0.0), LLM re-ranking of the solved candidates on. The insights come from
+  the expanded query set (Eq. 7), not G-Memory's nearest-task neighbourhood, and B of Eq. 10 is
+  ``top_b=5`` here (G-Memory shows 3).
 - ``controller_ops`` restricts the edit operations (Figure 3: add+keep = [KEEP],
-  add+keep+archive = [KEEP, ARCHIVE], all = [KEEP, ARCHIVE, REVISE]).
+  add+keep+archive = [KEEP, ARCHIVE], all = [KEEP, ARCHIVE, REVISE]); ``keep_mode`` says what
+  a KEEP does: ``reinforce`` is Eq. 17 (Omega+ | {q}), ``untouched`` leaves the insight as it
+  was. Figure 3's add+keep is [KEEP] with ``untouched`` (Section 4.3: it "only appends new
+  insights and retains existing ones"; ``ablation=evograph/add_keep_reinforce`` is the other
+  reading, where every shown insight gains the query as positive evidence, failed or not).
 - ``use_llm=false`` is an offline TEST MODE (no LLM): resolved tasks KEEP what they were shown
   and ADD a rule insight, failed tasks ARCHIVE what they were shown. It is not EvoGraph-Mem.
 """
@@ -33,19 +44,21 @@ import numpy as np
 
 from memarena.core import ConfigError, Outcome, Trajectory
 from memarena.memory.evograph.controller import (
+    DEFAULT_CONTEXT_TOKENS,
     EDIT_OPS,
+    KEEP_MODES,
     ControllerItem,
     Decision,
     GraphController,
     apply_decision,
-    trajectory_summary,
+    trajectory_text,
 )
 from memarena.memory.evograph.insight_graph import InsightGraph
 from memarena.memory.gmemory.method import PURPOSES as GMEMORY_PURPOSES
 from memarena.memory.gmemory.method import GMemory, _zero_usage
 from memarena.memory.gmemory.query_graph import RESOLVED
 
-__all__ = ["EvoGraphMem", "trajectory_summary"]
+__all__ = ["EvoGraphMem", "trajectory_text"]
 
 
 class EvoGraphMem(GMemory):
@@ -65,6 +78,8 @@ class EvoGraphMem(GMemory):
         controller_ops: Sequence[str] = EDIT_OPS,
         allow_add: bool = True,
         top_b: int = 5,
+        keep_mode: str = "reinforce",
+        controller_context_tokens: int | None = None,
         **kwargs: Any,
     ) -> None:
         # query retrieval is G-Memory's (the code EvoGraph-Mem builds on); B of Eq. 10 its own
@@ -77,24 +92,43 @@ class EvoGraphMem(GMemory):
             )
         if float(lam) < 0:
             raise ConfigError(f"memarena: method.lam={lam} must be >= 0 (Eq. 8).")
+        if keep_mode not in KEEP_MODES:
+            raise ConfigError(
+                f"memarena: method.keep_mode={keep_mode!r} is not one of {list(KEEP_MODES)} "
+                "(reinforce: KEEP is Eq. 17, Omega+ | {q}; untouched: KEEP changes nothing, "
+                "Figure 3's add+keep)."
+            )
+        if controller_context_tokens is not None and int(controller_context_tokens) < 1:
+            raise ConfigError(
+                f"memarena: method.controller_context_tokens={controller_context_tokens} must be "
+                "a positive number of tokens, or null for the memory backbone's context."
+            )
         self.lam = float(lam)
         self.controller_ops = ops
         self.allow_add = bool(allow_add)
+        self.keep_mode = str(keep_mode)
+        self.controller_context_tokens = (
+            None if controller_context_tokens is None else int(controller_context_tokens)
+        )
         self.graph = InsightGraph()
         self.token_usage["controller"] = _zero_usage()
         self.decisions: dict[str, int] = {op: 0 for op in (*EDIT_OPS, "ADD")}
         self.controller_fallbacks = 0
         self.controller_invalid_ops = 0
+        self.controller_truncations = 0
         self._controller: GraphController | None = None
 
     @property
     def controller(self) -> GraphController:
         if self._controller is None:
+            llm = self.services.llm
             self._controller = GraphController(
-                self.services.llm,
+                llm,
                 allowed_ops=self.controller_ops,
                 allow_add=self.allow_add,
                 max_tokens=self.token_caps["controller"],
+                context_tokens=context_budget(llm, self.controller_context_tokens),
+                keep_mode=self.keep_mode,
             )
         return self._controller
 
@@ -124,6 +158,7 @@ class EvoGraphMem(GMemory):
             decision = self._llm_decision(trajectory, outcome, shown)
         else:
             decision = self._rule_decision(trajectory, resolved, shown)
+        self.controller_truncations += int(decision.truncated)
         if decision.fallback:
             self.controller_fallbacks += 1
             return
@@ -131,14 +166,15 @@ class EvoGraphMem(GMemory):
         for op in decision.ops.values():
             self.decisions[op] += 1
         self.decisions["ADD"] += int(decision.add)
-        apply_decision(self.graph, decision, query_id, resolved)
+        apply_decision(self.graph, decision, query_id, resolved, self.keep_mode)
 
     def _llm_decision(self, trajectory: Trajectory, outcome: Outcome, shown: list[str]) -> Decision:
         item = ControllerItem(
             query=trajectory.task.goal,
             status=RESOLVED if outcome.success else "Failed",
-            trajectory=trajectory_summary(trajectory, outcome),
+            trajectory=trajectory,  # in full (trajectory_text), cut only past the context
             insights=[(i, self.graph.get(i).content) for i in shown],
+            outcome=outcome,
         )
         before = dict(self.controller.stats)
         (decision,) = self.controller.decide([item])
@@ -171,6 +207,7 @@ class EvoGraphMem(GMemory):
             controller_decisions=dict(self.decisions),
             controller_fallbacks=self.controller_fallbacks,
             controller_invalid_ops=self.controller_invalid_ops,
+            controller_truncations=self.controller_truncations,
         )
         return out
 
@@ -188,6 +225,7 @@ class EvoGraphMem(GMemory):
             decisions=dict(self.decisions),
             controller_fallbacks=self.controller_fallbacks,
             controller_invalid_ops=self.controller_invalid_ops,
+            controller_truncations=self.controller_truncations,
         )
         return state
 
@@ -203,3 +241,16 @@ class EvoGraphMem(GMemory):
         self.decisions = {op: 0 for op in (*EDIT_OPS, "ADD")} | dict(state.get("decisions", {}))
         self.controller_fallbacks = int(state.get("controller_fallbacks", 0))
         self.controller_invalid_ops = int(state.get("controller_invalid_ops", 0))
+        self.controller_truncations = int(state.get("controller_truncations", 0))
+
+
+def context_budget(llm: Any, configured: int | None) -> int:
+    """The controller's context in tokens: ``configured`` (``method.controller_context_tokens``)
+    or, when null, the memory backbone's own ``context_limit`` (hf: the model's
+    ``max_position_embeddings``; vllm: ``max_model_len``), else :data:`DEFAULT_CONTEXT_TOKENS`.
+    A configured value larger than the backbone's limit is lowered to it."""
+    limit = getattr(llm, "context_limit", None)
+    limit = int(limit) if isinstance(limit, int) and limit > 0 else None
+    if configured is None:
+        return limit or DEFAULT_CONTEXT_TOKENS
+    return min(int(configured), limit) if limit else int(configured)
