@@ -224,7 +224,11 @@ SPECS: dict[str, tuple[list[str], int]] = {
         # effect is tested in tests/memory/test_reme_judge.py)
         "method.judge_min_score=0.0",
     ], 3),
-    "memorybank": (["method=memorybank", "method.mode=faithful"], 6),
+    "memorybank": ([
+        "method=memorybank",
+        "method.mode=faithful",
+        "method.tasks_per_day=1",  # the task-index clock: 6 tasks see forgetting
+    ], 6),
     "voyager": (["method=voyager", "method.mode=faithful"], 6),
     "generative_agents": (["method=generative_agents"], 6),
     "amem": (["method=amem", "protocol.update_every=2", "method.top_k=1", "method.linked_k=1",

@@ -14,9 +14,18 @@
 ``mode: faithful`` -- the mechanism of the paper:
 
 - each finished task is a memory with its event summary (memory LLM), a strength S
-  (``initial_strength``) and the time of its last recall; the clock is the task index;
-- retention ``R = exp(-t / S)`` (:mod:`.forgetting`); after every observed batch, memories with
-  ``R < forget_threshold`` are forgotten;
+  (``initial_strength``) and the time of its last recall;
+- retention ``R = exp(-t / S)`` (:mod:`.forgetting`), t in days as in the paper's code: every
+  ``tasks_per_day`` (5) consecutive tasks make one day, so t is the whole days between the day
+  of the last recall and the day of the task about to run. 5 because the paper's simulated
+  histories hold about five memory pieces a day (the released
+  ``eval_data/en/memory_bank_en.json``: 566 exchanges over 15 users x 10 days, plus each day's
+  summary) and G-Memory's forgetting counts 5 steps per unit of t. With S = 1 and
+  ``forget_threshold`` 0.3 a memory never recalled lives through the next day (R = e^-1) and
+  is gone on the second (e^-2 = 0.135 < 0.3); recalled once (S = 2) it lives two days after
+  the recall (e^-1 = 0.368) and is gone on the third (e^-1.5 = 0.223). ``tasks_per_day: 1`` is
+  the task-index clock, under which a memory not recalled is gone two tasks later. After every
+  observed batch, memories with ``R < forget_threshold`` are forgotten;
 - retrieval: the ``top_k`` (3) memories most similar to the task, solved or failed, each shown
   with its summary and trajectory, plus the global overview of past events; a recall (while the
   memory learns, never when frozen) sets ``S <- S + 1`` and resets t;
@@ -43,7 +52,7 @@ from memarena.memory.episodic import (
     text_field,
 )
 from memarena.memory.memorybank import prompts
-from memarena.memory.memorybank.forgetting import retention
+from memarena.memory.memorybank.forgetting import days_between, retention
 
 
 class MemoryBank(ModalBaseline):
@@ -62,6 +71,7 @@ class MemoryBank(ModalBaseline):
         in_task_window: int | None = 7,
         initial_strength: float = 1.0,
         forget_threshold: float = 0.3,
+        tasks_per_day: int = 5,
         overview: bool = True,
         summary_chars: int = 600,
         observation_chars: int = 300,
@@ -78,10 +88,17 @@ class MemoryBank(ModalBaseline):
                 f"in [0, 1]; got initial_strength={initial_strength}, forget_threshold="
                 f"{forget_threshold}."
             )
+        whole = isinstance(tasks_per_day, int) and not isinstance(tasks_per_day, bool)
+        if not whole or tasks_per_day < 1:
+            raise ConfigError(
+                f"memarena: method.tasks_per_day={tasks_per_day!r} must be a whole number >= 1 "
+                "(tasks that make one day of the forgetting clock; 1 = the task index)."
+            )
         # parity: the reference's in-task forgetting window; faithful: the protocol's history
         self.history_steps = int(in_task_window) if mode == "parity" and in_task_window else None
         self.initial_strength = float(initial_strength)
         self.forget_threshold = float(forget_threshold)
+        self.tasks_per_day = int(tasks_per_day)
         self.overview_on = bool(overview) and mode == "faithful"
         self.summary_chars, self.observation_chars = int(summary_chars), int(observation_chars)
         self.trajectory_chars = int(trajectory_chars)
@@ -135,9 +152,11 @@ class MemoryBank(ModalBaseline):
 
     # -- forgetting (faithful) -----------------------------------------------------------------
     def retention_of(self, entry_id: str, now: int | None = None) -> float:
-        """``exp(-t / S)`` of a memory at time ``now`` (default: the memory's clock)."""
+        """``exp(-t / S)`` of a memory when task ``now`` is about to run (default: the memory's
+        clock, the next task); t in days of ``tasks_per_day`` tasks since its last recall."""
         now = self.clock if now is None else now
-        return retention(now - self.last_recall[entry_id], self.strength[entry_id])
+        days = days_between(self.last_recall[entry_id], now, self.tasks_per_day)
+        return retention(days, self.strength[entry_id])
 
     def forget(self) -> list[str]:
         """Drop the memories whose retention is below the threshold now; their ids."""
