@@ -12,8 +12,9 @@ from suite_budget import budget_minutes, over_budget
 from conftest import ROOT
 
 
-def test_the_repository_keeps_a_20_minute_budget():
-    assert budget_minutes(ROOT / "pyproject.toml") == 20
+def test_the_repository_keeps_a_budget_within_ci_limit():
+    # the target is 20 minutes (issue 32); 45 while the per-domain runs of issue 33 are sized
+    assert 0 < budget_minutes(ROOT / "pyproject.toml") <= 45
 
 
 def test_the_message_names_the_ten_slowest_tests():
