@@ -65,8 +65,9 @@ class DomainTeam(MemoryMethod):
 
     # -- members ------------------------------------------------------------------------------
     def _new(self) -> MemoryMethod:
-        member, self._spare = (self._spare, None) if self._spare is not None else (None, None)
-        member = member if member is not None else self._factory()
+        """A fresh instance of the method (the one built at construction first)."""
+        member = self._spare if self._spare is not None else self._factory()
+        self._spare = None
         member.begin_phase(self.phase)
         return member
 
