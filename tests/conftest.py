@@ -30,6 +30,15 @@ def pytest_xdist_auto_num_workers(config) -> int:
     return max(1, min(_usable_cores(), 8))
 
 
+def pytest_addoption(parser) -> None:
+    parser.addoption(
+        "--spawn-runs",
+        action="store_true",
+        help="start each run_py as a plain `python run.py` instead of forking it from a warm "
+        "process that has imported torch, transformers and memarena (tests/prefork.py)",
+    )
+
+
 def pytest_configure(config) -> None:
     """Under pytest-xdist, each worker and the runs it starts use their share of the cores
     (OMP_NUM_THREADS, which torch reads and memarena's ``num_threads: auto`` keeps), so two
@@ -40,6 +49,10 @@ def pytest_configure(config) -> None:
         os.environ["OMP_NUM_THREADS"] = str(threads)
         if "torch" in sys.modules:
             sys.modules["torch"].set_num_threads(threads)
+    _RUNS["spawn"] = config.getoption("--spawn-runs")
+
+
+_RUNS: dict = {"spawn": False, "zygote": None}
 
 
 def compose_cfg(overrides: list[str] | None = None, *, return_hydra_config: bool = False):
@@ -79,7 +92,11 @@ def run_py(args: list[str], cwd: Path = ROOT, timeout: int = 600, doubles: bool 
     the repository. A test that gives its own ``paths.cache_dir`` (fresh generated data and
     call cache) still reads the converted embedded model from ``MODELS_DIR`` unless it sets
     ``paths.models_dir`` too. ``doubles``: tests/ on the run's PYTHONPATH, so a config may name
-    a test double (``SCHEMA_LLM``) as a ``_target_``."""
+    a test double (``SCHEMA_LLM``) as a ``_target_``.
+
+    The run is forked from a warm process that has already imported torch, transformers and
+    memarena (tests/prefork.py: the same ``run.py`` as ``__main__``, in its own process, without
+    15-25 s of imports); ``pytest --spawn-runs`` starts a plain ``python run.py``."""
     import subprocess
 
     given = {a.split("=", 1)[0].lstrip("+~") for a in args if "=" in a}
@@ -91,18 +108,19 @@ def run_py(args: list[str], cwd: Path = ROOT, timeout: int = 600, doubles: bool 
             args = [*args, f"paths.llm_cache={results}/.llm_calls.sqlite"]
         if "paths.cache_dir" in given and "paths.models_dir" not in given:
             args = [*args, f"paths.models_dir={MODELS_DIR}"]  # converted once, not per test
-    env = None
+    env = dict(os.environ)
     if doubles:
         paths = [str(ROOT / "tests"), *filter(None, [os.environ.get("PYTHONPATH")])]
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
-    return subprocess.run(
-        [sys.executable, str(ROOT / "run.py"), *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-    )
+        env["PYTHONPATH"] = os.pathsep.join(paths)
+    argv = [sys.executable, str(ROOT / "run.py"), *args]
+    if _RUNS["spawn"]:
+        return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                              env=env)  # fmt: skip
+    if _RUNS["zygote"] is None:
+        from prefork import Zygote
+
+        _RUNS["zygote"] = Zygote()
+    return _RUNS["zygote"].run(argv, cwd, env, timeout)
 
 
 def run_notebook(path: Path, parameters: str):
