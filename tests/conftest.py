@@ -52,7 +52,7 @@ def pytest_configure(config) -> None:
     _RUNS["spawn"] = config.getoption("--spawn-runs")
 
 
-_RUNS: dict = {"spawn": False, "zygote": None}
+_RUNS: dict = {"spawn": False}
 
 
 def compose_cfg(overrides: list[str] | None = None, *, return_hydra_config: bool = False):
@@ -94,11 +94,7 @@ def run_py(args: list[str], cwd: Path = ROOT, timeout: int = 600, doubles: bool 
     ``paths.models_dir`` too. ``doubles``: tests/ on the run's PYTHONPATH, so a config may name
     a test double (``SCHEMA_LLM``) as a ``_target_``.
 
-    The run is forked from a warm process that has already imported torch, transformers and
-    memarena (tests/prefork.py: the same ``run.py`` as ``__main__``, in its own process, without
-    15-25 s of imports); ``pytest --spawn-runs`` starts a plain ``python run.py``."""
-    import subprocess
-
+    The run is forked from a warm process (:func:`run_script`)."""
     given = {a.split("=", 1)[0].lstrip("+~") for a in args if "=" in a}
     if "--cfg" not in args and "--help" not in args:
         results = next((a.split("=", 1)[1] for a in args if a.startswith("paths.results_dir=")),
@@ -108,19 +104,31 @@ def run_py(args: list[str], cwd: Path = ROOT, timeout: int = 600, doubles: bool 
             args = [*args, f"paths.llm_cache={results}/.llm_calls.sqlite"]
         if "paths.cache_dir" in given and "paths.models_dir" not in given:
             args = [*args, f"paths.models_dir={MODELS_DIR}"]  # converted once, not per test
+    return run_script(ROOT / "run.py", args, cwd=cwd, timeout=timeout, doubles=doubles)
+
+
+def run_script(
+    script: Path, args: list[str], cwd: Path = ROOT, timeout: float = 600, doubles: bool = False
+):
+    """``python SCRIPT ARGS`` (a script of the repository) as ``subprocess.run(...,
+    capture_output=True, text=True)`` returns it. The script runs forked from a warm process
+    that has already imported torch, transformers and memarena (tests/prefork.py: the script
+    as ``__main__`` with its argv, cwd and environment, in its own process, without 15-25 s of
+    imports); ``pytest --spawn-runs`` starts a plain ``python SCRIPT``. ``doubles``: tests/ on
+    the script's PYTHONPATH, so a config may name a test double as a ``_target_``."""
+    import subprocess
+
     env = dict(os.environ)
     if doubles:
         paths = [str(ROOT / "tests"), *filter(None, [os.environ.get("PYTHONPATH")])]
         env["PYTHONPATH"] = os.pathsep.join(paths)
-    argv = [sys.executable, str(ROOT / "run.py"), *args]
+    argv = [sys.executable, str(script), *map(str, args)]
     if _RUNS["spawn"]:
         return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout,
                               env=env)  # fmt: skip
-    if _RUNS["zygote"] is None:
-        from prefork import Zygote
+    from prefork import ZYGOTE  # one per worker, shared by the threads that start runs
 
-        _RUNS["zygote"] = Zygote()
-    return _RUNS["zygote"].run(argv, cwd, env, timeout)
+    return ZYGOTE.run(argv, cwd, env, timeout)
 
 
 def run_notebook(path: Path, parameters: str):

@@ -206,5 +206,7 @@ def _wait(pid: int, timeout: float) -> bool:
         os.close(fd)
 
 
+ZYGOTE = Zygote()
+
 if __name__ == "__main__":
     serve()

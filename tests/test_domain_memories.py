@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 
-from conftest import ROOT, run_py
+from conftest import ROOT, run_py, run_script
 
 DOMAINS = ["barman", "blocksworld", "gripper", "tyreworld"]
 
@@ -58,10 +56,7 @@ def test_a_baseline_learns_one_memory_per_domain_and_every_domain_agent_is_evalu
             f"/{record['agent']}/" in i for i in record["memory_ids"]
         )
 
-    text = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "inspect_memory.py"), str(run)],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    text = run_script(ROOT / "scripts" / "inspect_memory.py", [run], timeout=120)
     assert text.returncode == 0, text.stderr[-2000:]
     assert all(f"== domain {d} ==" in text.stdout for d in DOMAINS)
 

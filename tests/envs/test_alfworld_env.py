@@ -111,10 +111,17 @@ def test_put_alias_and_progress(env):
     ep.close()
 
 
+# where the search for a game the expert solves within 50 steps starts: the generator's first
+# such candidate of the type (found by searching from 0; for pick_two_obj_and_place 16 earlier
+# candidates fail, a minute of expert walks that this test does not need to repeat)
+FIRST_SOLVABLE = {"pick_two_obj_and_place": 16}
+
+
 @pytest.mark.parametrize("short", list(TASK_TYPES))  # ~10 s per task type, in the default run
 def test_expert_solves_every_task_type(short, tmp_path):
     domain = next(d for d, s in SCENES.items() if short in s.task_types)
-    for attempt in range(20):
+    first = FIRST_SOLVABLE.get(short, 0)
+    for attempt in range(first, first + 20):
         rng = random.Random(f"t/{short}/{attempt}")
         layout = gen.make_layout(0, domain, attempt % 4)
         built = gen.build_game(rng, domain, 1, layout, short)

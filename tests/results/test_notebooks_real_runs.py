@@ -41,9 +41,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import subprocess
-import sys
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -52,7 +49,7 @@ import pandas as pd
 import pytest
 from shared_runs import build_once
 
-from conftest import NOTEBOOK, ROOT, SCHEMA_LLM, notebook_text, run_notebook, run_py
+from conftest import NOTEBOOK, ROOT, SCHEMA_LLM, notebook_text, run_notebook, run_py, run_script
 from memarena.results import evograph_report as er
 from memarena.results import failure_labels as fl
 from memarena.results import inventory
@@ -145,14 +142,13 @@ def reme_runs(root: Path) -> None:
     # Figure 5(b): the script labels the failed episodes into failure_labels.jsonl, with the
     # double standing in for the labeller preset (tests/results/test_failure_labels.py labels
     # with the embedded SmolLM2)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(ROOT / "tests"), *filter(None, [os.environ.get("PYTHONPATH")])])}
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "label_failures.py"), "--results-dir", str(root),
-         "--backbone", "smollm2_135m", "--set", f"backbone.cache_path={root.parent}/labels.sqlite",
+    proc = run_script(
+        ROOT / "scripts" / "label_failures.py",
+        ["--results-dir", root, "--backbone", "smollm2_135m",
+         "--set", f"backbone.cache_path={root.parent}/labels.sqlite",
          "backbone._target_=doubles.SchemaLLM", f"backbone.name={LABELLER}",
          "--variants", "none", "reme"],
-        capture_output=True, text=True, timeout=600, env=env,
+        doubles=True,
     )  # fmt: skip
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
 
@@ -597,11 +593,8 @@ def test_make_figures_runs_every_notebook_and_the_figures_plot_ours(tree, tmp_pa
     (notebooks/README.md) marks regenerated is written, and plots the tree's runs where the
     tree holds its experiment (:data:`CHECKS`; the others: :data:`NOT_IN_TREE`)."""
     out = tmp_path / "figures"
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "make_figures.py"), "--results-dir", str(tree),
-         "--out", str(out)],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+    proc = run_script(ROOT / "scripts" / "make_figures.py",
+                      ["--results-dir", tree, "--out", out])  # fmt: skip
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     for name in ("00_overview", "memco", "evograph", "reme", "cross_paper"):
         assert (out / name / f"{name}.ipynb").exists(), name  # the executed copy

@@ -9,13 +9,11 @@ it never skips."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, run_py
+from conftest import ROOT, run_py, run_script
 from memarena.memory.memco.compose import HEADER as MEMCO_HEADER
 from memarena.memory.reme.prompts import HEADER as REME_HEADER
 from memarena.results.viewer import highlight, memory_spans, read_episodes, render_page
@@ -117,12 +115,7 @@ def test_view_runs_page_renders_and_navigates_in_headless_chromium(results, tmp_
     except ImportError:
         pytest.fail(f"playwright is not installed; {INSTALL_HINT}")
     out = tmp_path / "page" / "runs.html"
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "view_runs.py"), str(results), "--out", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    proc = run_script(ROOT / "scripts" / "view_runs.py", [results, "--out", out], timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
     (memco_dir,) = [p.parent for p in results.rglob("memco/*/seed0/metrics.json")]
     episodes = read_episodes(memco_dir)
