@@ -58,7 +58,9 @@ PRELOAD = (
 
 # --- the zygote (this file run as a script) -------------------------------------------------
 def serve() -> None:
-    """Import PRELOAD, then fork one child per JSON request line on stdin; answer its pid."""
+    """Import PRELOAD, then fork one child per JSON request line on stdin; answer its pid.
+    The zygote reaps its children and writes each one's exit status (as ``subprocess`` gives
+    it: negative for a signal) into the request's ``status`` file."""
     import importlib
 
     sys.path.pop(0)  # tests/ (this script's folder) is not on a run's path
@@ -66,20 +68,47 @@ def serve() -> None:
         importlib.import_module(name)
     from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: F401  (lazy modules)
 
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps finished children
+    pending: dict[int, str] = {}  # pid -> its status file
+    ended: dict[int, int] = {}  # pid -> status, reaped before it was registered
+
+    def reap(*_) -> None:
+        while True:
+            try:
+                pid, raw = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            code = os.waitstatus_to_exitcode(raw)
+            if pid in pending:
+                _write_status(pending.pop(pid), code)
+            else:
+                ended[pid] = code
+
+    signal.signal(signal.SIGCHLD, reap)
     for line in sys.stdin.buffer:
         request = json.loads(line)
         pid = os.fork()
         if pid == 0:
             _child(request)  # never returns
+        if pid in ended:
+            _write_status(request["status"], ended.pop(pid))
+        else:
+            pending[pid] = request["status"]
         sys.stdout.write(f"{pid}\n")
         sys.stdout.flush()
+
+
+def _write_status(path: str, code: int) -> None:
+    tmp = f"{path}.tmp"
+    Path(tmp).write_text(str(code))
+    os.replace(tmp, path)
 
 
 def _child(request: dict) -> None:
     code = 1
     try:
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # a run waits for its own children
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         os.setsid()
         _redirect(request["stdout"], request["stderr"])
         os.chdir(request["cwd"])
@@ -107,7 +136,6 @@ def _child(request: dict) -> None:
                     stream.flush()
                 except Exception:  # noqa: BLE001
                     pass
-            Path(request["status"]).write_text(str(code))
             os._exit(code)
 
 
@@ -174,17 +202,23 @@ class Zygote:
                 answer = proc.stdout.readline()
             if not answer:
                 raise RuntimeError(f"the prefork zygote exited (status {proc.poll()})")
-            finished = _wait(int(answer), timeout)
+            pid = int(answer)
+            finished = _wait(pid, timeout)
+            status = Path(files["status"])
+            for _ in range(200):  # the zygote writes it once it has reaped the child
+                if status.exists():
+                    break
+                time.sleep(0.05)
             out, err = (Path(files[n]).read_text(errors="replace") for n in ("stdout", "stderr"))
             if not finished:
                 raise subprocess.TimeoutExpired(argv, timeout, output=out, stderr=err)
-            status = Path(files["status"])
-            code = int(status.read_text()) if status.exists() else -signal.SIGKILL
-            return subprocess.CompletedProcess(argv, code, out, err)
-
+            if not status.exists():
+                raise RuntimeError(f"the prefork zygote wrote no exit status for {pid}")
+            return subprocess.CompletedProcess(argv, int(status.read_text()), out, err)
 
 def _wait(pid: int, timeout: float) -> bool:
-    """Wait for the zygote's child ``pid`` to end; False (the child's group killed) at timeout."""
+    """Wait for the zygote's child ``pid`` to end (or become a zombie for the zygote to reap);
+    False (the child's group killed) at timeout."""
     try:
         fd = os.pidfd_open(pid)
     except ProcessLookupError:
