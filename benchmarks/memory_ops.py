@@ -37,16 +37,16 @@ row failed (its check, or a method that raised); a row cut by ``--time-limit`` i
   method's own work without LLM latency. Its strings are ``ANSWER_WORDS`` (5) words drawn from
   ``LEXICON`` (771 English words: the names of the Unicode pictographs U+1F300-U+1F64F, fixed
   since Unicode 8), so every answer is distinct and the entries a method derives from them
-  (ReMe's experiences, MemSkill's items, summaries, insights) stay apart under a similarity
-  dedup (ReMe's 0.9 cosine), in MiniLM and in the composed word vectors alike; answers drawn
-  from the prompt's words made ReMe's pool collapse to 377 entries from 10k tasks. LangMem's
-  manager needs tool calls from the LLM, so its store is filled with ``store.put`` of the
-  Episode items the manager would have written (``store.put``). G-Memory and EvoGraph-Mem
-  write at store level too (``queries.add`` of each task's query node, one insight per 5
-  tasks): their observe runs insight fine-tuning every 5 tasks and a clustering merge over all
-  stored tasks every 20 (21 s for 1k tasks with the synthetic LLM, over 6 minutes for 10k).
-  ``amem`` runs in lite mode (the full mode's note construction is LLM calls). ``write per
-  task ms`` is the write time over the tasks written.
+  (ReMe's experiences, MemSkill's items, summaries, insights) stay apart under a similarity dedup
+  (ReMe's: 0.5 cosine of usage scenarios, as its official code), in MiniLM and in the composed
+  word vectors alike; answers drawn from the prompt's words made ReMe's pool collapse to 377
+  entries from 10k tasks. LangMem's manager needs tool calls from the LLM, so its store is filled
+  with ``store.put`` of the Episode items the manager would have written. G-Memory and
+  EvoGraph-Mem write at store level too (``queries.add`` of each task's query node, one insight
+  per 5 tasks): their observe runs insight fine-tuning every 5 tasks and a clustering merge over
+  all stored tasks every 20 (21 s for 1k tasks with the synthetic LLM, over 6 minutes for 10k).
+  ``amem`` runs in lite mode (the full mode's note construction is LLM calls). ``write per task
+  ms`` is the write time over the tasks written.
 - retrieve: 200 held-out tasks' first-step queries (task ids apart from the written ones)
   through ``retrieve_batch`` in waves of 8 (``protocol.concurrency``), as the runner asks at
   episode start, each query's time being its wave's time shared out; a step-granular method

@@ -50,13 +50,14 @@ def test_reme_on_pddl_samples_each_train_task_and_reports_its_cost(tmp_path):
     metrics = json.loads((run / "metrics.json").read_text())
     assert metrics["n_episodes"] == 2 and metrics["acquisition_tasks"] == 2
     # the seeded expert at temperature 0.9 fails all 4 samples in the 10-step budget, both
-    # samples of a task at the same progress: one failure analysis per task (no success, no
-    # comparison of equal scores), both in one batched call (40 agent requests: 4 x 10 steps)
+    # samples of a task at the same progress: both samples kept and both failed, one failure
+    # analysis each (no success, no comparison of equal scores), four in one batched call (40
+    # agent requests: 4 x 10 steps)
     assert [(r["success"], r["steps"]) for r in acquisition] == [(False, 10)] * 4
     for task in {r["task_id"] for r in acquisition}:
         assert len({r["progress"] for r in acquisition if r["task_id"] == task}) == 1
     usage = metrics["memory_token_usage"]["summarize"]
-    assert (usage["calls"], usage["requests"]) == (1, 2) and usage["prompt_tokens"] > 0
+    assert (usage["calls"], usage["requests"]) == (1, 4) and usage["prompt_tokens"] > 0
     assert metrics["acquisition_agent_requests"] == 40
     llm_calls = metrics["acquisition_agent_requests"] + metrics["acquisition_memory_requests"]
     assert metrics["acquisition_llm_calls_per_task"] == llm_calls / 2  # 2 train tasks

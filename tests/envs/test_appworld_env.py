@@ -149,10 +149,13 @@ def test_episodes_expert_feedback_and_a_crashed_server(smoke):
             "smk001_1", "smk001_2"
         ]  # fmt: skip
         task = env.tasks("test")[0]
-        assert "How many letters are in my first name?" in task.goal
+        # the goal (what memory retrieves by) is the instruction alone, as in ReMe's agent;
+        # the supervisor is in the task's system prompt
+        assert task.goal == "How many letters are in my first name?"
+        assert "ada.lovelace@example.com" in env.prompt(task).system
         ep = env.open(task)
         obs = ep.reset()
-        assert "ada.lovelace@example.com" in obs.text
+        assert obs.goal == task.goal and "ada.lovelace" not in obs.text
         bad = ep.step(ep.parse_reply("```python\nprint(apis.supervisor.show_profile(\n```"))
         assert bad.observation.text.startswith("Output:\n```\nExecution failed")
         assert (bad.feedback.valid_action, bad.feedback.failure_label) == (False, "syntax_error")

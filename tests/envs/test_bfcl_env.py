@@ -24,7 +24,7 @@ def _play_expert(env: BfclEnv, task) -> bool:
 
 
 def test_split_is_50_150_and_seeded():
-    a, b, c = BfclEnv(), BfclEnv(), BfclEnv(seed=1)
+    a, b, c = (BfclEnv(split="shuffled", seed=seed) for seed in (0, 0, 1))
     train, test = a.tasks("train"), a.tasks("test")
     assert (len(train), len(test)) == (50, 150)
     ids = {t.payload["id"] for t in train} | {t.payload["id"] for t in test}
@@ -91,7 +91,9 @@ def test_parse_calls_and_next_ends_turn():
 
 
 def test_other_categories_and_bad_options():
-    env = BfclEnv(categories=["multi_turn_miss_func", "multi_turn_miss_param"], n_train=5)
+    env = BfclEnv(
+        categories=["multi_turn_miss_func", "multi_turn_miss_param"], split="shuffled", n_train=5
+    )
     assert len(env.tasks("train")) == 10 and env.domains() == [
         "multi_turn_miss_func",
         "multi_turn_miss_param",
@@ -255,3 +257,89 @@ def test_compact_docs_list_every_function_with_its_signature():
     assert len(compact) < 0.7 * len(full)
     with pytest.raises(ConfigError, match="doc_format"):
         BfclEnv(doc_format="yaml")
+
+
+# -- thinking, the reply cap and the first request ---------------------------------------------
+def test_reply_cap_follows_thinking():
+    assert BfclEnv().max_tokens == 256 and BfclEnv(thinking=None).max_tokens == 256
+    assert BfclEnv(thinking=True).max_tokens == 16384  # gorilla ea13468's Qwen3 thinking cap
+    assert BfclEnv(thinking=True, thinking_max_tokens=4096, max_tokens=64).max_tokens == 4096
+    for key, value in (("thinking", "yes"), ("max_tokens", 0), ("thinking_max_tokens", True)):
+        with pytest.raises(ConfigError, match=f"env.{key}="):
+            BfclEnv(**{key: value})
+
+
+def test_reasoning_is_ignored_and_a_reply_cut_while_thinking_runs_nothing():
+    reply = "<think>\nFirst [ls()]? No: the user wants the folder.\n</think>\n\n" + CD
+    assert parse_reply(reply) == CD
+    cut = "<think>\nI should call [cd(folder='document')] and then"
+    assert parse_reply(cut) == cut.strip()  # no call decoded from the reasoning
+    assert parse_reply("<think>a</think>[ls()]<think>b [cd(folder='x')]") == "[ls()]"
+    env = BfclEnv()
+    ep = env.open(env.tasks("train")[0])
+    ep.reset()
+    r = ep.step(cut)
+    assert r.feedback.failure_label == "text_reply" and r.observation.info["turn"] == 1
+    assert ep.calls[0] == []  # nothing ran
+    ep.close()
+
+
+class _ThinkingBackbone:
+    """A thinking model's replies: reasoning, then the expert's calls; its first reply is cut
+    at the cap while still thinking (completion_tokens = the request's max_tokens)."""
+
+    name = "thinking-double"
+
+    def __init__(self):
+        from memarena.core import Usage
+
+        self.usage, self.calls = Usage(), 0
+
+    def generate(self, requests):
+        from memarena.core import Completion
+
+        out = []
+        for request in requests:
+            self.calls += 1
+            if self.calls == 1:
+                out.append(Completion("<think>\nmaybe [ls()]", 10, request.max_tokens))
+            else:
+                out.append(Completion(f"<think>\nplan\n</think>\n\n{CD}", 10, 7))
+        return out
+
+    def close(self):
+        pass
+
+
+def test_runner_records_reasoning_and_counts_replies_at_the_cap():
+    from memarena.agent import EpisodeRunner, RunnerSettings, as_policy
+    from memarena.agent.prompts import Conversation
+    from memarena.core import MemoryContext
+    from memarena.memory.none import NoMemory
+    from memarena.results.metrics import compute_metrics
+    from memarena.results.records import EpisodeRecord
+
+    env = BfclEnv(thinking=True)
+    task = next(t for t in env.tasks("test") if t.payload["id"] == "multi_turn_base_0")
+    first = task.payload["turns"][0]
+    # the first request appears once at the head of the conversation
+    ep = env.open(task)
+    head = Conversation.start(env.prompt(task), task, ep.reset(), MemoryContext.empty(),
+                              show_actions=False).messages()  # fmt: skip
+    ep.close()
+    assert head[1]["content"].count(first) == 1 and "Initial observation" not in head[1]["content"]
+    settings = RunnerSettings(concurrency=1, step_budget=3, action_mode="free",
+                              max_tokens=env.max_tokens, tool_calls="text")  # fmt: skip
+    runner = EpisodeRunner(env, as_policy(_ThinkingBackbone()), NoMemory(), settings,
+                           progress_bar=False)  # fmt: skip
+    (result,) = runner.run([task])
+    steps = result.trajectory.steps
+    assert steps[0].raw_output.startswith("<think>") and steps[0].feedback.failure_label == (
+        "text_reply"
+    )  # the cut reply ended turn 0 and ran nothing
+    assert "</think>" in steps[1].raw_output and steps[1].action == CD  # reasoning kept, not run
+    assert result.details["replies_at_cap"] == 1
+    record = EpisodeRecord.of(result.trajectory, result.outcome, run=0, details=result.details)
+    metrics = compute_metrics([record.to_json()])
+    assert metrics["replies_at_cap"] == 1
+    assert metrics["replies_at_cap_rate"] == pytest.approx(1 / len(steps))

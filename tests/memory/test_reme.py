@@ -115,24 +115,28 @@ def test_acquisition_keeps_best_and_worst_and_runs_three_analyses():
 
 
 def test_same_score_samples_skip_the_comparison():
-    llm = FakeLLM([_answer(_exp("a", "b"))], default=OK)
+    llm = FakeLLM([_answer(_exp("a", "b")), _answer(_exp("c", "d"))], default=OK)
     memory = _reme(llm, generalize_queries=False)
     group = [_traj("g", ["x"], True, 1.0), _traj("g", ["y"], True, 1.0)]
     memory.observe_groups([group])
-    assert sum("solved the task" in _user(r) for r in llm.requests) == 1
+    # ReMe's summary flow: success-pattern recognition on every kept success (both here)
+    asked = [_user(r) for r in llm.requests if "solved the task" in _user(r)]
+    assert len(asked) == 2 and "x" in asked[0] and "y" in asked[1]
     assert not any("Better attempt" in _user(r) for r in llm.requests)
 
 
-def test_judge_rejects_invalid_and_low_scores_and_counts_malformed():
-    items = [_exp(f"file case {i}", f"content {i} folder") for i in range(4)]
-    llm = FakeLLM([_answer(*items[:3]), OK, BAD, LOW, "not json"])
-    memory = _reme(llm, max_experiences=4, generalize_queries=False)
-    items3 = items[:3]
-    llm.answers[0] = _answer(*items3, items[3])
+@pytest.mark.parametrize(("unparsed", "kept"), [("drop", ["file"]), ("keep", ["file", "car"])])
+def test_judge_rejects_invalid_and_low_scores_and_counts_malformed(unparsed, kept):
+    # four candidates on different vocabulary words (cosine ~0.003: no duplicates); the fourth
+    # judge reply is not JSON: ReMe's validation op reads a reply without a verdict as valid at
+    # score 0.5, so it enters at the 0.5 threshold (keep); drop rejects it
+    words = ("file", "stock", "message", "car")
+    items = [_exp(f"{w} case", f"content {w}") for w in words]
+    llm = FakeLLM([_answer(*items), OK, BAD, LOW, "not json"])
+    memory = _reme(llm, max_experiences=4, generalize_queries=False, judge_unparsed=unparsed)
     memory.observe_groups([[_traj("g", ["a"], True, 1.0)]])
-    assert [e.content for e in memory.pool.items.values()] == ["content 0 folder"]
-    m = memory.metrics()
-    assert m["memory_judge_rejected"] == 3
+    assert [e.content for e in memory.pool.items.values()] == [f"content {w}" for w in kept]
+    assert memory.metrics()["memory_judge_rejected"] == 4 - len(kept)
     assert memory.fallbacks == {"reme_judge": 1}
     assert llm.usage.fallbacks == {"reme_judge": 1}
 
@@ -182,7 +186,13 @@ def test_retrieval_top_k_by_usage_scenario():
     # exp-1 shares "stock" and "price"; exp-2 and exp-3 share only the constant column and tie
     # (equal norms): the earlier experience fills the second slot
     assert ctx.memory_ids == ["exp-1", "exp-2"]
-    assert "get the stock price before ordering" in ctx.slots["experience"]
+    # ReMe's agents' layout: Experience i: / When to use: / Content: blocks
+    assert ctx.slots["experience"].split("\n", 1)[1] == (
+        "Experience 1:\n When to use: buying stock at the market price\n"
+        " Content: get the stock price before ordering\n\n"
+        "Experience 2:\n When to use: moving files between folders\n"
+        " Content: cd into the folder, then mv the file\n"
+    )
     assert _stocked(top_k=0).retrieve(_query("stock")).memory_ids == []
 
 
@@ -203,19 +213,30 @@ def test_no_retrieval_during_acquisition_by_default():
 
 
 @pytest.mark.parametrize(
-    ("f", "u", "deleted"),
-    [(5, 2, True), (5, 3, False), (4, 0, False), (10, 5, True), (6, 4, False), (0, 0, False)],
+    ("f", "u", "strict", "deleted"),
+    [
+        (5, 2, True, True),  # 0.4 < 0.5
+        (5, 3, True, False),
+        (4, 0, True, False),  # f < alpha = 5
+        (10, 5, True, False),  # 0.5 is not < 0.5 (ReMe's delete_memory_op) ...
+        (10, 5, False, True),  # ... but is <= 0.5 (Eq. 1)
+        (6, 4, False, False),
+        (0, 0, False, False),
+    ],
 )
-def test_deletion_rule_eq1(f, u, deleted):
-    memory = _stocked()
+def test_deletion_rule(f, u, strict, deleted):
+    memory = _stocked(delete_strict=strict)
     e = memory.pool.items["exp-1"]
     e.retrievals, e.utility = f, u
     assert memory.should_delete(e) is deleted
     assert (memory.delete_low_utility() == ["exp-1"]) is deleted
 
 
-def test_refinement_counts_recalls_and_deletes_unhelpful_experiences():
-    memory = _stocked(generalize_queries=False)
+@pytest.mark.parametrize("every", [5, None])
+def test_refinement_counts_recalls_and_deletes_unhelpful_experiences(every):
+    # delete_every 5: the pass over the pool after the 5th trial; None: after each update among
+    # the touched experiences; either way exp-2 goes exactly after the 5th trial here
+    memory = _stocked(generalize_queries=False, delete_every=every)
     pairs = []
     for i in range(5):  # exp-2 recalled 5 times, helpful twice -> u/f = 0.4 <= 0.5
         t, o = _traj("move", ["a"], success=i < 2, progress=0.0, task_id=f"e{i}")
@@ -247,10 +268,20 @@ def test_selective_addition_distils_successes_only(addition, asked):
     assert sum("solved the task" in _user(r) for r in llm.requests) == 1
 
 
+# memarena's earlier reading of the retry: a reflection prompt's lessons beside the retrieved
+# experiences, no retry without lessons, the lessons join when the retry succeeds (the paper)
+PAPER_RETRY = {
+    "retry_lessons": "reflect",
+    "retry_context": "experiences_and_lessons",
+    "retry_without_lessons": "none",
+    "retry_success_adds": "lessons",
+}
+
+
 def test_reflection_lessons_join_only_after_a_successful_retry():
     lesson = _answer(_exp("a ticket cannot be closed twice", "check the ticket status first"))
     llm = FakeLLM([lesson, lesson], default=OK)
-    memory = _stocked(generalize_queries=False)
+    memory = _stocked(generalize_queries=False, **PAPER_RETRY)
     memory.services = MemoryServices(llm_factory=lambda: llm, embedder_factory=VocabEmbedder)
     failed = _traj("close ticket 7", ["close_ticket()"], False, 0.0, task_id="q1")
     memory.retrieve(_query("close ticket 7"))
@@ -267,16 +298,18 @@ def test_reflection_lessons_join_only_after_a_successful_retry():
     assert memory.metrics()["reflection_successes"] == 1
     assert memory.reflect([failed], attempt=4) == [None]
     assert _stocked(reflection=False).reflect([failed], attempt=1) == [None]
+    # no lesson and retry_without_lessons none: no retry
+    llm.answers = [_answer()]
+    assert memory.reflect([failed], attempt=3) == [None]
     assert _stocked(reflection=False).max_reflections == 0
 
 
 def test_retry_replay_rebuilds_lessons_from_the_context():
-    memory = _stocked(generalize_queries=False)
+    memory = _stocked(generalize_queries=False, retry_success_adds="lessons")
     llm = FakeLLM(default=OK)
     memory.services = MemoryServices(llm_factory=lambda: llm, embedder_factory=VocabEmbedder)
-    ctx = MemoryContext(
-        slots={"lessons": "Lessons:\n1. When a ticket is open: close it once"}, memory_ids=[]
-    )
+    lesson = "Experience 1:\n When to use: a ticket is open\n Content: close it once\n"
+    ctx = MemoryContext(slots={"lessons": f"Lessons:\n{lesson}"}, memory_ids=[])
     memory.observe_retry(*_traj("close", ["y"], True, 1.0, "q9"), 1, ctx)
     added = list(memory.pool.items.values())[-1]
     assert (added.when_to_use, added.content, added.kind) == (

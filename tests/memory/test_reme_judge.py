@@ -53,7 +53,7 @@ class ScriptedJudge(FakeLLM):
 
 class WordEmbedder:
     """One axis per code word (+ a constant so no vector is zero): experiences naming different
-    words are near-orthogonal (cosine ~0.003), far below the 0.9 dedup threshold, so only the
+    words are near-orthogonal (cosine ~0.003), far below the 0.5 dedup threshold, so only the
     judge decides what enters."""
 
     name = "words"

@@ -301,6 +301,10 @@ def test_notebook_on_fake_results(tmp_path):
     assert cost.loc["reme", "acquisition_llm_calls_per_task"] == 12.0
     assert cost.loc["reme", "tokens/summarize"] == 1500 and cost.loc["reme", "calls/judge"] == 100
     assert cost.loc["dynamic", "memory_deleted"] == 7
+    readings = pd.read_csv(out / "dynamic_readings.csv").set_index("variant")
+    # a run that did not count retries: its counted numbers are its first attempts
+    dynamic = readings.loc["dynamic"]
+    assert dynamic["Avg@k counted"] == dynamic["Avg@k first attempt"]
     assert cost.loc["reme", "memory_fallbacks"] == 3  # json_invalid + reme_summarize
     assert cost.loc["reme", "memory_fallback_rate"] == 0.0075
     other = pd.read_csv(out / "other_benchmarks.csv").set_index("variant")
@@ -559,3 +563,57 @@ def test_a_mem_full_mode_is_the_papers_a_mem_row(tmp_path):
     table = rr.beside_paper(rr.summarize(rr.long_metrics(runs)), "table1")
     mine = table[(table["variant"] == "amem") & table["model"].astype(str).str.contains(BB)]
     assert len(mine) == 1
+
+
+def _trial(task, run, success, attempt=None) -> dict:
+    return {**episode(task, run, 0, success), "repetition": None,
+            **({"attempt": attempt} if attempt is not None else {})}  # fmt: skip
+
+
+def test_dynamic_readings_count_the_last_trial_and_recompute_first_attempts(tmp_path):
+    # an official run (count_retries): task a fails, then succeeds on retry 1 in run 0; task b
+    # succeeds on retry 2 in run 1; the episode records are the last trials, the first attempts
+    # are in reflections.jsonl as attempt 0
+    counted = [_trial("a", 0, True, 1), _trial("a", 1, True), _trial("b", 0, False),
+               _trial("b", 1, True, 2)]  # fmt: skip
+    retries = [_trial("a", 0, False, 0), _trial("a", 0, True, 1), _trial("b", 1, False, 0),
+               _trial("b", 1, False, 1), _trial("b", 1, True, 2)]  # fmt: skip
+    metrics = {**at_k([0.75], [1.0]), "runs": 2}
+    run_dir = write_run(
+        tmp_path, "reme_table1_dynamic", "bfcl", "reme", "dynamic", 0, metrics, counted
+    )
+    (run_dir / "reflections.jsonl").write_text("".join(json.dumps(r) + "\n" for r in retries))
+    (run_dir / "config.yaml").write_text(
+        "protocol:\n  count_retries: true\n  memory_across_runs: true\n"
+    )
+    firsts = rr.first_attempts(run_dir)
+    assert [(e.task_id, e.run, e.success, e.attempt) for e in firsts] == [
+        ("a", 0, False, 0), ("a", 1, True, None), ("b", 0, False, None), ("b", 1, False, 0)
+    ]  # fmt: skip
+    (row,) = rr.dynamic_readings(rr.load_runs(tmp_path, "table1")).to_dict("records")
+    assert (row["variant"], row["count_retries"], row["memory_across_runs"]) == (
+        "dynamic",
+        True,
+        True,
+    )
+    # counted: run 0 solves a (1 of 2), run 1 both -> Avg@2 = 0.75, Pass@2 = 1.0;
+    # first attempts: run 0 none, run 1 a -> Avg@2 = 0.25, Pass@2 = 0.5
+    assert (row["Avg@k counted"], row["Pass@k counted"]) == (75.0, 100.0)
+    assert (row["Avg@k first attempt"], row["Pass@k first attempt"]) == (25.0, 50.0)
+    assert "dynamic_memarena" in rr.TABLE_VARIANTS["table1"]
+    assert rr.dynamic_readings(pd.DataFrame()).empty
+
+
+def test_the_memarena_reading_is_its_own_row_of_tables_1_and_3(tmp_path):
+    for ablation, avg in (("dynamic", 0.47), ("dynamic_memarena", 0.43)):
+        write_run(tmp_path, "reme_table1_dynamic", "bfcl", "reme", ablation, 0,
+                  at_k([avg] * 3, [0.66] * 3))  # fmt: skip
+    for table in ("table1", "table3"):
+        runs = rr.load_runs(tmp_path, table)
+        summary = rr.summarize(rr.long_metrics(runs))
+        frame = rr.table1(summary) if table == "table1" else rr.beside_paper(summary, table)
+        ours = frame[frame["ours_backbone"] == BB].set_index("variant")
+        column = "BFCL-V3 Avg@4 ours" if table == "table1" else "Avg@4 ours"
+        assert ours.loc["dynamic", column] == "47.00 ± 0.00"
+        assert ours.loc["dynamic_memarena", column] == "43.00 ± 0.00"
+        assert ours.loc["dynamic_memarena", "method"] == "ReMe (dynamic), memarena's reading"

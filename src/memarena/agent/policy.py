@@ -51,6 +51,11 @@ class Policy(ABC):
     @abstractmethod
     def decide(self, decisions: Sequence[Decision]) -> list[Completion]: ...
 
+    def reply_limit(self, request: ChatRequest) -> int | None:
+        """The most tokens a free-text reply to ``request`` can have (None: not an LLM's
+        reply, or a constrained one): a reply this long hit the cap."""
+        return None
+
     def close(self) -> None:
         return None
 
@@ -74,6 +79,18 @@ class LLMPolicy(Policy):
             return []
         return self.backbone.generate([d.request for d in decisions])
 
+    def reply_limit(self, request: ChatRequest) -> int | None:
+        """The request's ``max_tokens``, lowered by the backbone's own cap where it has one
+        (``max_new_tokens`` of the hf / vllm engines, ``max_tokens_cap`` of openai)."""
+        if request.choices is not None or request.json_schema is not None:
+            return None
+        limit = max(1, int(request.max_tokens))
+        for name in ("max_new_tokens", "max_tokens_cap"):
+            cap = getattr(self.backbone, name, None)
+            if isinstance(cap, int) and not isinstance(cap, bool) and cap > 0:
+                limit = min(limit, cap)
+        return limit
+
     def close(self) -> None:
         self.backbone.close()
 
@@ -89,7 +106,15 @@ class ExpertPolicy(Policy):
     is_llm = False
     native_tools = True  # a call list is answered as <tool_call> blocks when tools are sent
 
-    def __init__(self, epsilon: float = 0.1, seed: int = 0, name: str | None = None) -> None:
+    def __init__(
+        self,
+        epsilon: float = 0.1,
+        seed: int = 0,
+        name: str | None = None,
+        enable_thinking: bool | None = None,
+    ) -> None:
+        # enable_thinking: taken and ignored (the expert does not think), so an experiment that
+        # turns its LLM's thinking on (ReMe's BFCL files) also runs with backbone=scripted
         if not 0.0 <= float(epsilon) <= 1.0:
             raise ConfigError(
                 f"memarena: backbone.epsilon={epsilon} must lie in [0, 1] (the probability of a "

@@ -2,13 +2,14 @@
 
 ``conversation`` (the default): an append-only chat. A system message (the env's instructions),
 a first user message with the stable parts (few-shot examples, the episode's memory, the task,
-the initial observation, the reply format), then per step the agent's reply as an assistant
-message and what came back as a user message (or as tool messages, one per call, when the
-replies are native tool calls). Per-step memory (a method with ``granularity="step"``) and the
-valid actions (free-text mode) go into the newest user message; a memory slot whose text is
-unchanged since a message the prompt still shows is not repeated. Nothing already sent is ever
-rewritten, so a prompt is the previous prompt plus what the step added: engines reuse the
-prefix's KV cache (hf keeps it; vLLM's prefix caching finds it).
+the initial observation unless it is the task's text again, the reply format), then per step
+the agent's reply as an assistant message and what came back as a user message (or as tool
+messages, one per call, when the replies are native tool calls). Per-step memory (a method
+with ``granularity="step"``) and the valid actions (free-text mode) go into the newest user
+message; a memory slot whose text is unchanged since a message the prompt still shows is not
+repeated. Nothing already sent is ever rewritten, so a prompt is the previous prompt plus what
+the step added: engines reuse the prefix's KV cache (hf keeps it; vLLM's prefix caching finds
+it).
 
 History cut: with ``history_steps = W`` (null: no cut), steps are dropped from the oldest in
 blocks of ``max(1, W // 2)``, so between 1 + W - W // 2 and W steps are shown and the
@@ -89,7 +90,8 @@ def _stable_parts(
         parts.append("\n\n".join(shown))
     parts.extend(text for text in memory.slots.values() if text)
     parts.append(f"Your task: {task.goal}")
-    parts.append(f"Initial observation: {initial_observation}")
+    if initial_observation.strip() != task.goal.strip():  # BFCL: both are the first request
+        parts.append(f"Initial observation: {initial_observation}")
     return parts
 
 

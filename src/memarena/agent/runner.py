@@ -12,7 +12,9 @@ ended so are on disk with status ``error``, and a resume retries them).
 
 Per episode the runner also counts the replies the agent could not act on
 (``Outcome.invalid_replies``: a constrained answer outside its choices, an empty reply, an
-action the env reports as ``invalid_action`` / ``parse_error``) and what the memory's
+action the env reports as ``invalid_action`` / ``parse_error``), the free-text replies whose
+length reached the reply cap (:meth:`Policy.reply_limit`: cut by it, or ending on its last
+token; kept as ``details["replies_at_cap"]`` when there are any) and what the memory's
 retrievals cost (:class:`~memarena.core.costs.MemoryCost`).
 
 The decision-maker is a :class:`~memarena.agent.policy.Policy` (an LLM over a backbone, or the
@@ -124,6 +126,7 @@ class _Live:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     invalid_replies: int = 0
+    replies_at_cap: int = 0  # free-text replies as long as the reply cap (see the docstring)
     cost: MemoryCost = field(default_factory=MemoryCost)
     started: float = field(default_factory=time.perf_counter)
     status: str = "failure"
@@ -384,6 +387,9 @@ class EpisodeRunner:
                 ended.append(item)
                 continue
             item.invalid_replies += _unreadable(completion, action, result)
+            limit = self.policy.reply_limit(decision.request)
+            if limit is not None and completion.choice_index is None:
+                item.replies_at_cap += int(completion.completion_tokens >= limit)
             recorded = self.s.record_prompts or self.s.record_memory
             item.trajectory.steps.append(
                 Step(
@@ -444,6 +450,8 @@ class EpisodeRunner:
 
     def _finish(self, item: _Live) -> EpisodeResult:
         details = self._details(item.episode)
+        if item.replies_at_cap:
+            details = {**(details or {}), "replies_at_cap": item.replies_at_cap}
         self._close(item.episode)
         outcome = Outcome(
             success=item.success,

@@ -259,7 +259,9 @@ class MemoryMethod:
     ) -> list[MemoryContext | None]:
         """While learning during evaluation: for each failed episode, the context of a retry
         (lessons from the failure) or None for no retry. ``attempt`` counts from 1 up to
-        ``max_reflections``; retries never count in the metrics. Default: no retries."""
+        ``max_reflections``; retries count in the metrics only under ``protocol.count_retries``
+        (a retried task counts as its last trial, as ReMe's official agents record it).
+        Default: no retries."""
         return [None] * len(failures)
 
     def observe_retry(

@@ -346,6 +346,7 @@ class OpenAIBackbone(BackboneBase):
         extra_body: dict[str, Any] | None = None,
         cache_path: str | Path | None = None,
         native_tools: bool = True,
+        enable_thinking: bool | None = None,
     ) -> None:
         try:
             import openai
@@ -381,6 +382,14 @@ class OpenAIBackbone(BackboneBase):
         self.backoff_s = float(backoff_s)
         self.max_tokens_cap = int(max_tokens_cap) if max_tokens_cap else None
         self.chat_template_kwargs = plain(chat_template_kwargs or {})
+        if enable_thinking is not None:  # Qwen3's template switch on vLLM/SGLang servers; wins
+            if self.base_url == OPENAI_URL:
+                raise ConfigError(
+                    f"memarena: backbone.enable_thinking={enable_thinking} is a chat-template "
+                    "switch (Qwen3 on vllm serve); OpenAI's API has none. Set "
+                    "backbone.enable_thinking=null."
+                )
+            self.chat_template_kwargs["enable_thinking"] = bool(enable_thinking)
         self.extra_body = plain(extra_body or {})
         self.native_tools = bool(native_tools)
         cache_model = f"openai:{self.base_url}:{self.model}"

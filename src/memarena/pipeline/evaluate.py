@@ -5,7 +5,11 @@ evaluation view (MemCo: each agent's local memory + the global memory; other met
 view). With a frozen memory, ``protocol.concurrency`` episodes are stepped in lockstep and each
 episode is appended to ``episodes.jsonl`` as it ends; a memory that keeps learning runs as
 described in :mod:`memarena.pipeline.learning`, and its memory at the end of each run is saved
-to ``memory_final/[<view>/]run<k>/``. Finished episodes are kept on resume; with
+to ``memory_final/[<view>/]run<k>/``. Each learning run starts from the acquired snapshot;
+with ``protocol.memory_across_runs`` only the first run of each repetition does, and run r
+goes on with the memory run r-1 ended with (ReMe's run_bfcl.py). A resume rebuilds that memory
+by replaying run r-1's records, and a run that had to run anything again makes every later run
+of its repetition run again (they saw its memory). Finished episodes are kept on resume; with
 ``protocol.retry_errors`` those that ended with status error run again (a learning run also
 reruns the chunks after the first one holding an error, see
 :func:`~memarena.pipeline.tasks.drop_errors`). The records returned are every record of this
@@ -47,8 +51,11 @@ def evaluate(parts: Parts) -> list[EpisodeRecord]:
     start = _start_snapshot(parts) if learning else None
     for view in views:
         memory.set_view(view)
+        stale = False  # memory_across_runs: an earlier run of the repetition ran again
         for run in range(protocol.runs_total):
-            mine = [r for r in existing if r.agent == view and r.run == run]
+            first_of_repetition = run % protocol.runs == 0
+            stale = stale and not first_of_repetition
+            mine = [r for r in existing if r.agent == view and r.run == run and not stale]
             runner = EpisodeRunner(
                 parts.env, parts.policy, memory, parts.settings, phase="eval", run=run
             )
@@ -57,11 +64,15 @@ def evaluate(parts: Parts) -> list[EpisodeRecord]:
                 run, f" (agent {view})" if view is not None else "", len(tasks), len(mine),
             )  # fmt: skip
             repetition = run // protocol.runs
-            if start is not None:  # every learning run starts from the acquired memory
+            # a learning run starts from the acquired memory; with memory_across_runs only the
+            # first of a repetition does, the others go on with the memory the last one left
+            if start is not None and (first_of_repetition or not protocol.memory_across_runs):
                 memory.load(start)
             if learning:
-                theirs = [r for r in retries if r.agent == view and r.run == run]
-                LearningRun(parts, run, view, repetition).play(runner, tasks, mine, theirs)
+                theirs = [r for r in retries if r.agent == view and r.run == run and not stale]
+                ran = LearningRun(parts, run, view, repetition).play(runner, tasks, mine, theirs)
+                # the later runs of the repetition saw this run's memory: they run again too
+                stale = stale or (protocol.memory_across_runs and ran)
                 _save_final(parts, run, view, len(tasks))
             else:
                 retry = protocol.retry_errors

@@ -5,8 +5,9 @@
   how fast they run are left out (paths, logging, the report node, lockstep concurrency, thread
   and batch sizes, caches, retries, the server endpoint and GPU placement), and so is
   ``protocol.max_eval_tasks``: raising the evaluation cap extends a run with the same tasks
-  first. A resume with another identity is
-  refused (:meth:`~memarena.results.store.RunStore.check_identity`).
+  first. Keys added after runs were made are recorded only away from their default
+  (:data:`ADDED_KEYS`), so an older run made with that default still resumes. A resume with
+  another identity is refused (:meth:`~memarena.results.store.RunStore.check_identity`).
 - :func:`run_info`: the code (git commit, dirty tree), the packages that matter, the host and
   the Python, for ``run_info.json``.
 """
@@ -40,6 +41,12 @@ NOT_RESULT = (
     "protocol.record_prompts",
     "protocol.record_memory",
 )
+# result-changing keys added after runs were recorded: in the identity only when set away from
+# this default (the default is what those runs did), e.g. ReMe's official dynamic setting
+ADDED_KEYS = {
+    "protocol.count_retries": False,  # the last trial of a retried task counts
+    "protocol.memory_across_runs": False,  # the runs of a repetition share one memory
+}
 # key names (last component) that set speed or bookkeeping, wherever they stand
 NOT_RESULT_LEAVES = frozenset(
     {
@@ -90,7 +97,9 @@ def config_identity(cfg: DictConfig) -> dict[str, Any]:
     return {
         key: value
         for key, value in sorted(flat.items())
-        if not _excluded(key) and not isinstance(value, dict)
+        if not _excluded(key)
+        and not isinstance(value, dict)
+        and not (key in ADDED_KEYS and value == ADDED_KEYS[key])
     }
 
 

@@ -7,7 +7,10 @@ One knob per meaning:
 - ``update_every``: while a memory learns (acquisition of a method that reads its memory while
   acquiring; evaluation with ``freeze_during_eval: false``), how many tasks it sees per memory
   update. 1 = after every task (the papers' online / dynamic settings). Recorded in the run's
-  config and in its episode records, so a resumed run replays exactly the original updates.
+  config and in its episode records, so a resumed run replays exactly the original updates;
+- ``count_retries`` / ``memory_across_runs``: how a learning evaluation with retries counts a
+  task and whether its runs share one memory (:mod:`memarena.pipeline.learning`; ReMe's
+  official dynamic setting sets both, memarena's stricter reading neither).
 
 Every value is checked for its type and range when the config is checked, before any model or
 env is built (``protocol.max_eval_tasks=abc`` ends the run at once with one message).
@@ -48,6 +51,8 @@ class ProtocolSettings:
     resume: bool = True
     snapshot_from: str | None = None
     retry_errors: bool = True
+    count_retries: bool = False
+    memory_across_runs: bool = False
     max_failed_batches: int = 3
     record_prompts: bool = False
     record_memory: bool = False

@@ -23,6 +23,7 @@ ReMe (fixed). Backbones match the paper's by :func:`backbone_key` (``Qwen3-8B`` 
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections import Counter
@@ -30,10 +31,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
+import yaml
 
 from memarena.results.collect import read_episodes
+from memarena.results.metrics import compute_metrics
 from memarena.results.paper import paper_numbers
-from memarena.results.records import EpisodeRecord
+from memarena.results.records import EpisodeRecord, latest
 from memarena.results.report_common import (  # noqa: F401  (re-exported for the notebook)
     backbone_key,
     check_section,
@@ -63,6 +66,7 @@ LABELS = {
     "langmem": "LangMem",
     "reme": "ReMe (fixed)",
     "dynamic": "ReMe (dynamic)",
+    "dynamic_memarena": "ReMe (dynamic), memarena's reading",
     "trajectory": "Trajectory-level",
     "full_addition": "full addition",
     "selective": "selective addition",
@@ -75,9 +79,9 @@ LABELS = {
     "key_usage_scenario": "usage scenario",
 }
 TABLE_VARIANTS = {
-    "table1": ("none", "amem", "langmem", "reme", "dynamic"),
+    "table1": ("none", "amem", "langmem", "reme", "dynamic", "dynamic_memarena"),
     "table2": ("trajectory", "reme"),
-    "table3": ("full_addition", "selective", "selective_reflection", "dynamic"),
+    "table3": ("full_addition", "selective", "selective_reflection", "dynamic", "dynamic_memarena"),
     "table4": ("reme", "summ_qwen3_14b", "summ_qwen3_32b"),
     "table5": ("key_task_query", "key_generalized_query", "key_keywords", "key_usage_scenario"),
 }
@@ -113,9 +117,11 @@ def command_for(section: str, conf_dir: str | Path | None = None) -> str:
     return section_commands(PAPER, check_section(section, SECTIONS, PAPER), conf_dir)
 
 
-# memarena method names of the paper's rows: A-Mem's full mode (result folder amem_full) is the
-# paper's A-Mem
-PAPER_VARIANTS = {"amem_full": "amem"}
+# memarena method names of the paper's rows: A-Mem as ReMe ran it (method=amem_reme, the
+# experiments' sweeps; result folder amem_reme_full) is the paper's A-Mem, and so is plain A-Mem
+# in full mode (method=amem, folder amem_full) where a section has no amem_reme run (where it
+# has, amem_full keeps its own name and stays out of the paper's rows: the readings never pool)
+PAPER_VARIANTS = {"amem_reme_full": "amem", "amem_full": "amem"}
 
 
 def load_runs(results_dir: str | Path, section: str) -> pd.DataFrame:
@@ -124,7 +130,10 @@ def load_runs(results_dir: str | Path, section: str) -> pd.DataFrame:
     results yet."""
     runs = section_runs(results_dir, PAPER, check_section(section, SECTIONS, PAPER))
     if not runs.empty:
-        runs["variant_key"] = runs["variant_key"].replace(PAPER_VARIANTS)
+        variants = dict(PAPER_VARIANTS)
+        if (runs["variant_key"] == "amem_reme_full").any():
+            del variants["amem_full"]
+        runs["variant_key"] = runs["variant_key"].replace(variants)
     return runs
 
 
@@ -818,6 +827,92 @@ COST_METRICS = (
 )
 
 
+# --------------------------------------------------------------------------------------------
+# ReMe (dynamic) read two ways (protocol.count_retries / protocol.memory_across_runs)
+
+# the runs that retry failed tasks (failure-aware reflection): their numbers depend on the reading
+READING_VARIANTS = ("selective_reflection", "dynamic", "dynamic_memarena")
+READINGS = {
+    "official": (
+        "ReMe's released code, the paper's numbers (ablation=reme/dynamic): a task counts as its "
+        "last trial, so one that fails and then succeeds on a retry is a success "
+        "(bfcl_agent.py keeps only the last trial's result), and the 4 runs of a repetition "
+        "share one memory (run_bfcl.py loads it once)"
+    ),
+    "memarena": (
+        "memarena's stricter reading (ablation=reme/dynamic_memarena): a task counts as its first "
+        "attempt (retries never enter the metrics) and every run starts from the acquired memory"
+    ),
+}
+
+
+def first_attempts(run_dir: str | Path) -> list[EpisodeRecord]:
+    """The first attempt of every evaluated task of a run: its ``episodes.jsonl`` record, or,
+    where that record is a later trial (``attempt`` > 0: a run with ``count_retries``), the
+    attempt-0 copy the run kept in ``reflections.jsonl`` (the last one written)."""
+    episodes = latest(read_episodes(run_dir))
+    path = Path(run_dir) / "reflections.jsonl"
+    firsts: dict[tuple, EpisodeRecord] = {}
+    if path.exists():
+        with path.open() as f:
+            for line in f:
+                if line.strip():
+                    rec = EpisodeRecord.from_json(json.loads(line))
+                    if not rec.attempt:
+                        firsts[rec.key] = rec
+    return [firsts.get(e.key, e) if e.attempt else e for e in episodes]
+
+
+def _protocol_flag(run_dir: str | Path, key: str) -> bool | None:
+    """``protocol.<key>`` of the run's ``config.yaml`` (False when the key is absent: runs made
+    before it existed did what its default does; None without a config.yaml)."""
+    path = Path(run_dir) / "config.yaml"
+    if not path.exists():
+        return None
+    protocol = (yaml.safe_load(path.read_text()) or {}).get("protocol") or {}
+    return bool(protocol.get(key, False))
+
+
+def dynamic_readings(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per run of a variant that retries (:data:`READING_VARIANTS`): which reading it ran
+    (``count_retries``: retries counted; ``memory_across_runs``: one memory for the runs of a
+    repetition; from its config.yaml, or from its records), Avg@k / Pass@k (%) as it counted
+    them and recomputed from the first attempts alone (:func:`first_attempts`; equal when
+    retries were not counted). The official run's first-attempt numbers still come from a
+    memory shared across runs; the memarena reading in full is the ``dynamic_memarena`` run."""
+    cols = ["env", "backbone", "variant", "seed", "count_retries", "memory_across_runs"]
+    cols += ["Avg@k counted", "Pass@k counted", "Avg@k first attempt", "Pass@k first attempt"]
+    if runs.empty:
+        return pd.DataFrame(columns=cols)
+    rows = []
+    runs = runs.drop_duplicates("run_dir")  # a run may feed several sections
+    for _, run in runs[runs["variant_key"].isin(READING_VARIANTS)].iterrows():
+        k = int(number(run.get("runs")) or 1)
+        try:
+            counted = latest(read_episodes(run["run_dir"]))
+        except FileNotFoundError:
+            counted = []
+        if not counted:  # a run with no episodes on disk: nothing to read two ways
+            continue
+        firsts = first_attempts(run["run_dir"])
+        flag = _protocol_flag(run["run_dir"], "count_retries")
+        row = {
+            "env": run["env"],
+            "backbone": run["backbone"],
+            "variant": run["variant_key"],
+            "seed": run.get("seed"),
+            "count_retries": any(e.attempt for e in counted) if flag is None else flag,
+            "memory_across_runs": _protocol_flag(run["run_dir"], "memory_across_runs"),
+        }
+        for label, records in (("counted", counted), ("first attempt", firsts)):
+            m = compute_metrics(records, runs_per_repetition=k)
+            row[f"Avg@k {label}"] = round(100 * m["avg_at_k"], 2)
+            row[f"Pass@k {label}"] = round(100 * m["pass_at_k"], 2)
+        rows.append(row)
+    out = pd.DataFrame(rows, columns=cols)
+    return out.sort_values(["env", "backbone", "variant", "seed"]).reset_index(drop=True)
+
+
 def fallbacks(run: pd.Series | dict) -> float | None:
     """The memory LLM's malformed answers of a run, all kinds: the sum of the flattened
     ``memory_fallbacks/<kind>`` counts (the pipeline writes ``memory_fallbacks: {}`` and a
@@ -856,7 +951,8 @@ def cost_table(runs: pd.DataFrame) -> pd.DataFrame:
     out = g[values].mean()
     out.insert(0, "n_seeds", g["seed"].nunique())
     out = out.dropna(axis=1, how="all").reset_index()
-    out["_o"] = out["variant"].map({"none": 0, "reme": 1, "dynamic": 2}).fillna(3)
+    order = {"none": 0, "reme": 1, "dynamic": 2, "dynamic_memarena": 3}
+    out["_o"] = out["variant"].map(order).fillna(4)
     return out.sort_values(["env", "backbone", "_o", "variant"]).drop(columns="_o")
 
 

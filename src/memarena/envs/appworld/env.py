@@ -17,6 +17,12 @@ for acquisition, test_normal (168) for evaluation); AppWorld's own names (train,
 test_normal, test_challenge) are accepted too. Domain: ``appworld`` (one source domain); the
 scenario of each task is in its payload and in the episode details (for SGC,
 :func:`~memarena.envs.appworld.metrics.goal_completion`).
+
+Task and prompt as ReMe's AppWorld agent has them: ``Task.goal`` (what memory methods retrieve
+and learn by, and what the agent reads as its task) is AppWorld's instruction alone, as ReMe's
+agent queries its memory with ``world.task.instruction``; the supervisor (name, email, phone;
+also in the payload) is filled into the per-task system prompt with the app descriptions
+(:mod:`~memarena.envs.appworld.prompts`, ``env.prompt_style``).
 """
 
 from __future__ import annotations
@@ -31,7 +37,14 @@ from memarena.core.types import Task
 from memarena.envs.appworld import data
 from memarena.envs.appworld.episode import AppWorldEpisode
 from memarena.envs.appworld.metrics import goal_completion
-from memarena.envs.appworld.prompts import ACTION_FORMAT, FEWSHOT, system_for, task_text
+from memarena.envs.appworld.prompts import (
+    ACTION_FORMAT,
+    PROMPT_STYLES,
+    SHORT_ACTION_FORMAT,
+    SHORT_FEWSHOT,
+    SUPERVISOR_FIELDS,
+    system_for,
+)
 from memarena.envs.appworld.server import LAUNCHERS, ServerPool, venv_python
 from memarena.envs.options import check_official_data, check_step_budget, plain
 
@@ -60,7 +73,10 @@ class AppWorldEnv(Env):
         request_timeout: seconds one request may take (AppWorld's own code timeout is 100 s).
         experiment_name: AppWorld's experiment name (its outputs go to
             ``<root>/experiments/outputs/<name>_s<server>``).
-        fewshot: worked examples shown in the prompt (0 or 1).
+        fewshot: the worked example (0 or 1): ``official_structure`` keeps it in the system
+            prompt between the api_docs calls and the rules; ``short`` shows it before the task.
+        prompt_style: ``official_structure`` (memarena's wording of ReMe's AppWorld prompt, its
+            content and order) or ``short`` (memarena's earlier condensed prompt).
     """
 
     def __init__(
@@ -79,6 +95,7 @@ class AppWorldEnv(Env):
         request_timeout: float = 300.0,
         experiment_name: str = "memarena",
         fewshot: int = 1,
+        prompt_style: str = "official_structure",
     ) -> None:
         self.name = str(name)
         self.step_budget = check_step_budget(step_budget)
@@ -111,6 +128,12 @@ class AppWorldEnv(Env):
         if fewshot not in (0, 1):
             raise ConfigError(f"memarena: env.fewshot={fewshot!r} must be 0 or 1.")
         self.fewshot = fewshot
+        if prompt_style not in PROMPT_STYLES:
+            raise ConfigError(
+                f"memarena: env.prompt_style={prompt_style!r}; valid: {list(PROMPT_STYLES)}."
+            )
+        self.prompt_style = prompt_style
+        self._apps: dict[str, str] | None = None
         self._root: str | None = None
         self._pool: ServerPool | None = None
         self._tasks: dict[str, list[Task]] = {}
@@ -146,23 +169,39 @@ class AppWorldEnv(Env):
 
     def _task(self, split: str, dataset: str, task_id: str, specs: dict[str, Any]) -> Task:
         instruction = specs.get("instruction") or f"(AppWorld task {task_id})"
-        goal = task_text(instruction, specs.get("supervisor") or {})
-        payload = {"task_id": task_id, "dataset": dataset, "scenario": data.scenario_of(task_id),
-                   "instruction": instruction}  # fmt: skip
+        supervisor = specs.get("supervisor") or {}
+        payload = {
+            "task_id": task_id,
+            "dataset": dataset,
+            "scenario": data.scenario_of(task_id),
+            "instruction": instruction,
+            "supervisor": {k: supervisor[k] for k in SUPERVISOR_FIELDS if k in supervisor},
+        }
+        # the goal is the instruction alone, the text ReMe's agent retrieves by; the supervisor
+        # goes into the system prompt (prompt())
+        goal = instruction
         return Task(f"{self.name}/{split}/{task_id}", self.name, split, DOMAIN, goal, payload)
 
     def domains(self) -> list[str]:
         return [DOMAIN]
 
     # -- episodes ------------------------------------------------------------------------------
+    def apps(self) -> dict[str, str]:
+        """AppWorld's app descriptions (every task allows every app but admin), read once."""
+        if self._apps is None:
+            self._apps = data.app_descriptions(self.python) if Path(self.python).is_file() else {}
+        return self._apps
+
     def prompt(self, task: Task | None = None) -> EnvPrompt:
-        apps = data.app_descriptions(self.python) if Path(self.python).is_file() else {}
-        return EnvPrompt(
-            system=system_for(apps),
-            action_format=ACTION_FORMAT,
-            fewshot=[FEWSHOT],
-            shown=self.fewshot,
-        )
+        """The system prompt filled for ``task``'s supervisor (ReMe's agent renders its
+        template per task); ``official_structure`` carries its worked example in the system
+        prompt, ``short`` shows one before the task."""
+        supervisor = (task.payload.get("supervisor") if task is not None else None) or {}
+        system = system_for(self.apps(), supervisor, style=self.prompt_style,
+                            fewshot=self.fewshot)  # fmt: skip
+        if self.prompt_style == "short":
+            return EnvPrompt(system, SHORT_ACTION_FORMAT, [SHORT_FEWSHOT], shown=self.fewshot)
+        return EnvPrompt(system, ACTION_FORMAT, [], shown=0)
 
     def pool(self) -> ServerPool:
         if self._pool is None:

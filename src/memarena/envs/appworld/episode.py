@@ -1,7 +1,8 @@
 """One AppWorld task played as ReMe's ReAct code agent plays it, on a pooled server.
 
-- Reset: ``/initialize`` on a free server of the pool; the observation is the supervisor and
-  the instruction (:func:`~memarena.envs.appworld.prompts.task_text`).
+- Reset: ``/initialize`` on a free server of the pool; the goal is the instruction (as in
+  ``Task.goal``; the supervisor is in the env's system prompt, as in ReMe's agent) and the
+  observation says that the REPL is ready (:data:`~memarena.envs.appworld.prompts.START`).
 - Action: a Python program. :meth:`AppWorldEpisode.parse_reply` takes the first complete
   ```` ```python ```` block of a reply, else an unterminated one at its end, else the whole
   reply (ReMe's ``extract_code_and_fix_content``).
@@ -31,7 +32,7 @@ from typing import Any
 from memarena.core.env import Episode
 from memarena.core.types import Feedback, Observation, StepResult, Task
 from memarena.envs.appworld.data import scenario_of
-from memarena.envs.appworld.prompts import output_text, task_text
+from memarena.envs.appworld.prompts import START, output_text
 from memarena.envs.appworld.server import AppWorldServer, ServerPool
 
 _FULL_BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
@@ -94,9 +95,9 @@ class AppWorldEpisode(Episode):
             experiment_name=f"{self.experiment_name}_s{self.server.index}",
             max_interactions=self.max_interactions,
         )
-        self.goal = task_text(info.get("instruction", ""), info.get("supervisor") or {})
+        self.goal = info.get("instruction") or self.task.goal
         return Observation(
-            text=self.goal,
+            text=START,
             goal=self.goal,
             info={"task_id": self.task_id, "datetime": info.get("datetime")},
         )

@@ -1,10 +1,19 @@
 """``BfclEnv``: BFCL v3 multi-turn (``bfcl-eval==2025.8.6``) behind the Env protocol.
 
 Categories: multi_turn_base, multi_turn_miss_func, multi_turn_miss_param,
-multi_turn_long_context (200 tasks each). Split: per category, the 200 entries shuffled with
-``random.Random(seed)`` (the same permutation for every category, so one scenario stays on one
-side of the split); the first ``n_train`` are train, the rest test (the paper: 50 / 150 of
-multi_turn_base). Domains are the categories.
+multi_turn_long_context (200 tasks each). Domains are the categories. Split (``split``):
+
+- ``reme``: ReMe's own ids (agentscope-ai/ReMe 26cb5ca6, ``benchmark/bfcl/default_ids.py``,
+  shipped as ``reme_ids.json`` by ``scripts/reme_bfcl_ids.py``): train = its 50
+  ``DEFAULT_TRAIN_IDS``, test = its 150 ``DEFAULT_VAL_IDS`` (the set its ``run_bfcl.py``
+  evaluates). Other categories take the same entry indices;
+- ``shuffled``: per category, the 200 entries shuffled with ``random.Random(seed)`` (the same
+  permutation for every category, so one scenario stays on one side); the first ``n_train``
+  are train, the rest test.
+
+Reply length: ``max_tokens`` is the agent's reply cap (when ``protocol.max_tokens`` is null);
+with ``thinking`` (the agent's backbone thinks, ``backbone.enable_thinking``) it is
+``thinking_max_tokens``, so the reasoning is not cut before the calls it leads to.
 
 Turn handling follows the package's handler: a reply that decodes into no calls ends the turn
 (``text_ends_turn``), and more than ``turn_step_limit`` steps in one turn end the task (the
@@ -15,8 +24,11 @@ asks for (Python call lists or Qwen/Hermes ``<tool_call>`` blocks); replies in e
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
 from typing import Any
 
 from memarena.core.env import Env, EnvPrompt
@@ -35,8 +47,21 @@ from memarena.envs.bfcl.prompts import (
 from memarena.envs.options import check_step_budget, choose_names
 
 SPLITS = ("train", "test")
+SPLIT_KINDS = ("reme", "shuffled")
 MAX_TOKENS = 256  # agent reply budget when protocol.max_tokens is null: call lists are long
+# with thinking: gorilla ea13468 (the BFCL release ReMe pins) runs self-served Qwen3 with
+# thinking at max_tokens=16384 (model_handler/api_inference/qwen.py, its Qwen-Agent thinking
+# handler); ReMe's own agent sets no limit (bfcl_agent.py call_llm: the server's default)
+THINKING_MAX_TOKENS = 16384
 CALL_FORMATS = tuple(ACTION_FORMATS)
+REME_IDS = Path(__file__).with_name("reme_ids.json")
+
+
+@cache
+def reme_ids() -> dict[str, tuple[str, ...]]:
+    """ReMe's ids: ``{"train": (...50), "test": (...150)}`` (multi_turn_base entry ids)."""
+    data = json.loads(REME_IDS.read_text(encoding="utf-8"))
+    return {split: tuple(data[split]) for split in SPLITS}
 
 
 class BfclEnv(Env):
@@ -46,8 +71,10 @@ class BfclEnv(Env):
         name: env name in task ids and results.
         step_budget: steps per episode over all turns (NEXT counts as a step).
         categories: multi-turn categories to draw tasks from.
-        n_train: train tasks per category (the rest of its 200 are test).
-        seed: seed of the split's shuffle.
+        split: ``reme`` (ReMe's 50 train / 150 val ids) or ``shuffled`` (seeded shuffle).
+        n_train: train tasks per category under ``split=shuffled`` (the rest of its 200 are
+            test); ``split=reme`` fixes 50 and refuses another number.
+        seed: seed of the shuffle (``split=shuffled``).
         text_ends_turn: a reply that decodes into no calls ends the turn (the package's
             behaviour); False makes it an invalid action.
         turn_step_limit: the task ends once the steps within one turn exceed this (the
@@ -55,6 +82,10 @@ class BfclEnv(Env):
         call_format: the action format the prompt asks for, ``python`` or ``tool_call``.
         doc_format: function documents as the package's ``json`` or ``compact`` signatures.
         require_data: accepted for paper experiments; always met (the package ships the data).
+        thinking: the agent's backbone thinks (Qwen3 ``enable_thinking``); only picks the
+            reply cap. None counts as False.
+        max_tokens: the agent's reply cap without thinking.
+        thinking_max_tokens: the agent's reply cap with thinking.
     """
 
     def __init__(
@@ -62,6 +93,7 @@ class BfclEnv(Env):
         name: str = "bfcl",
         step_budget: int = 30,
         categories: Sequence[str] | str = ("multi_turn_base",),
+        split: str = "reme",
         n_train: int = 50,
         seed: int = 0,
         text_ends_turn: bool = True,
@@ -69,13 +101,35 @@ class BfclEnv(Env):
         call_format: str = "python",
         doc_format: str = "json",
         require_data: bool = False,
+        thinking: bool | None = False,
+        max_tokens: int = MAX_TOKENS,
+        thinking_max_tokens: int = THINKING_MAX_TOKENS,
     ) -> None:
         self.step_budget = check_step_budget(step_budget)
-        self.max_tokens = MAX_TOKENS
+        caps = {"max_tokens": max_tokens, "thinking_max_tokens": thinking_max_tokens}
+        for key, value in caps.items():
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ConfigError(f"memarena: env.{key}={value!r} must be an int >= 1.")
+        if thinking is not None and not isinstance(thinking, bool):
+            raise ConfigError(f"memarena: env.thinking={thinking!r} must be true, false or null.")
+        self.thinking = bool(thinking)
+        self.max_tokens = thinking_max_tokens if self.thinking else max_tokens
         self.name = str(name)
         self.categories = choose_names("categories", categories, CATEGORIES)
+        if split not in SPLIT_KINDS:
+            raise ConfigError(
+                f"memarena: env.split={split!r} is not valid; valid: {list(SPLIT_KINDS)} (reme: "
+                "ReMe's 50 train / 150 val ids; shuffled: a seeded shuffle cut at env.n_train)."
+            )
+        self.split = str(split)
         if not isinstance(n_train, int) or isinstance(n_train, bool) or n_train < 0:
             raise ConfigError(f"memarena: env.n_train={n_train!r} must be an int >= 0.")
+        if self.split == "reme" and n_train != len(reme_ids()["train"]):
+            raise ConfigError(
+                f"memarena: env.n_train={n_train} needs env.split=shuffled; env.split=reme "
+                f"runs ReMe's fixed {len(reme_ids()['train'])} train / "
+                f"{len(reme_ids()['test'])} test tasks."
+            )
         self.n_train = n_train
         self.seed = int(seed)
         if not isinstance(text_ends_turn, bool):
@@ -108,6 +162,12 @@ class BfclEnv(Env):
 
     def _split(self, category: str) -> dict[str, list[dict[str, Any]]]:
         records = sorted(load_category(category), key=lambda r: index_of(r["id"]))
+        if self.split == "reme":  # ReMe's multi_turn_base ids, as entry indices
+            out: dict[str, list[dict[str, Any]]] = {}
+            for part, ids in reme_ids().items():
+                wanted = {index_of(i) for i in ids}
+                out[part] = [r for r in records if index_of(r["id"]) in wanted]
+            return out
         if self.n_train > len(records):
             raise ConfigError(
                 f"memarena: env.n_train={self.n_train} exceeds the {len(records)} tasks of "

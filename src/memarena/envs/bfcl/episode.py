@@ -167,11 +167,13 @@ def parse_reply(text: str) -> str:
     or several); a JSON call object or list of them (``arguments`` a dict or a JSON string,
     ``{"function": {..}}`` wrappers too); a Python call list or single call, whole, in a code
     fence, after an ``Action:`` prefix, on a line of its own, or as a ``[...]`` span in prose.
-    ``<think>`` blocks are ignored.
+    ``<think>`` blocks are ignored (the episode record keeps the whole reply); a reply cut inside
+    one (``<think>`` never closed: the reply cap hit while reasoning) decodes into nothing, so
+    none of the calls it was weighing runs.
     """
     raw = text.strip()
     body = raw.rsplit("</think>", 1)[-1] if "</think>" in raw else raw
-    body = _THINK.sub("", body).strip()
+    body = _THINK.sub("", body).split("<think>", 1)[0].strip()
     if body.upper() == NEXT:
         return NEXT
     blocks = _TOOL_CALL.findall(body)

@@ -46,6 +46,23 @@ MemCo's values. Each key's A-Mem reading is its ``conf/method/amem.yaml`` defaul
 - ``observation_chars`` / ``content_chars``: null (MemCo clips neither observations nor
   contents); A-Mem's reading clips observations to 300 characters and contents to 4000.
 
+``method=amem_reme`` -- A-Mem as ReMe ran it for its tables (reme.txt Section 4.1 and Appendix
+B; ReMe's released code ships no baseline runs): full mode with the two keys below on. Each
+key's A-Mem (and MemCo) reading is its ``conf/method/amem.yaml`` default:
+
+- ``success_only``: true -- only solved tasks become notes (Section 4.1: the baselines' "memory
+  addition operation ... is triggered only upon the collection of successful trajectories"); a
+  failed task still advances the memory's clock and is counted (``skipped``). false -- every
+  finished task is written (A-Mem's code stores whatever it is given; MemCo's harness too);
+- ``note_content``: ``extracted`` -- before a task becomes a note, one batched memory-LLM call
+  (purpose ``extraction``, :data:`~.prompts.EXTRACTION_SYSTEM`, a JSON answer bounded by
+  :data:`~.prompts.EXTRACTION_SCHEMA`) extracts its procedural memory from the note text the
+  ``layout`` renders, and that text is the note's content, which the analysis and the evolution
+  then read (Appendix B: A-Mem "with slight prompt modifications to extract procedural
+  memories"; memarena's wording). An unusable answer keeps the rendered trajectory (a counted
+  fallback, ``amem_extraction``). In lite mode it is the memory's only LLM call.
+  ``trajectory`` -- the note's content is the rendered trajectory itself.
+
 MemCo's A-Mem has no global retriever (``amem.py`` defines no ``set_global_retriever``, so the
 global memory its harness builds is never read): under MemCo's per-domain protocol each domain
 agent retrieves from its own domain's notes only (``has_global = False``). Its harness retrieves
@@ -69,14 +86,23 @@ from memarena.memory.episodic import (
     json_request,
     stored_tasks,
 )
-from memarena.memory.llm_calls import clip_text
+from memarena.memory.llm_calls import clip_text, record_fallback
 
 NOTE_TERMS = ("default", "tokens")
 INDEX_TEXTS = ("amem", "memco", "content")
 LAYOUTS = ("amem", "memco")
+NOTE_CONTENTS = ("trajectory", "extracted")
 # what a snapshot's notes and index rows were written under (checked when it is loaded); a
 # snapshot from before these keys was written under their A-Mem readings
-WRITING_KEYS = ("layout", "note_terms", "index_text", "observation_chars", "content_chars")
+WRITING_KEYS = (
+    "layout",
+    "note_terms",
+    "index_text",
+    "observation_chars",
+    "content_chars",
+    "success_only",
+    "note_content",
+)
 
 
 def _choice(key: str, value: Any, valid: tuple[str, ...]) -> str:
@@ -86,6 +112,8 @@ def _choice(key: str, value: Any, valid: tuple[str, ...]) -> str:
 
 
 def _value(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
     return "null" if value is None else str(value)
 
 
@@ -109,8 +137,9 @@ class AMem(ModalBaseline):
     MODES = ("full", "lite")
     DEFAULT_TOP_K = {"full": 3, "lite": 3}
     DEFAULT_INDEX_TEXT = {"full": "amem", "lite": "content"}
-    PURPOSES = ("analysis", "evolution")
-    COUNTS = ("writes", "evolutions", "links", "neighbour_updates", "consolidations")
+    PURPOSES = ("analysis", "evolution", "extraction")
+    # skipped: failed tasks not written (success_only)
+    COUNTS = ("writes", "evolutions", "links", "neighbour_updates", "consolidations", "skipped")
 
     def __init__(
         self,
@@ -126,6 +155,8 @@ class AMem(ModalBaseline):
         consolidate_every: int = 100,
         observation_chars: int | None = 300,
         content_chars: int | None = 4000,
+        success_only: bool = False,
+        note_content: str = "trajectory",
         max_tokens: Any = None,
         temperature: float = 0.7,
         observe_batch: int = 16,
@@ -153,6 +184,12 @@ class AMem(ModalBaseline):
         self.evolution_k, self.consolidate_every = int(evolution_k), int(consolidate_every)
         self.observation_chars = _optional_count("observation_chars", observation_chars)
         self.content_chars = _optional_count("content_chars", content_chars)
+        if not isinstance(success_only, bool):
+            raise ConfigError(
+                f"memarena: method.success_only={success_only!r}; valid values: [true, false]."
+            )
+        self.success_only = success_only
+        self.note_content = _choice("note_content", note_content, NOTE_CONTENTS)
         self.set_token_caps(max_tokens)
         self.temperature = float(temperature)
         self.notes: dict[str, Note] = {}
@@ -166,9 +203,14 @@ class AMem(ModalBaseline):
         self.refuse_if_frozen()
         self.verify_embeddings()
         tasks, self.clock = stored_tasks(groups, self.clock)
+        if self.success_only:  # the clock still counts the failed tasks
+            self.counts["skipped"] += sum(1 for t in tasks if not t.success)
+            tasks = [t for t in tasks if t.success]
         notes = [self.write_note(t) for t in tasks]
         if not notes:
             return
+        if self.note_content == "extracted":
+            self._extract(notes)
         if self.mode == "full":
             self._analyse(notes)
         vectors = self.services.embedder.encode([self._key(n) for n in notes])
@@ -202,6 +244,28 @@ class AMem(ModalBaseline):
 
     def _key(self, note: Note) -> str:
         return note.index_text(self.index_text)
+
+    def _extract(self, notes: list[Note]) -> None:
+        """``note_content: extracted``: each note's content (the rendered trajectory) replaced by
+        the procedural memory the memory LLM extracts from it (one batched call). An answer
+        without a usable memory keeps the trajectory, counted as ``amem_extraction``."""
+        requests = [
+            self._request(
+                "extraction",
+                prompts.EXTRACTION_SYSTEM,
+                prompts.EXTRACTION_USER.format(trajectory=n.content),
+                prompts.EXTRACTION_SCHEMA,
+            )
+            for n in notes
+        ]
+        for note, answer in zip(notes, self._ask("extraction", requests), strict=True):
+            memory = answer.get("memory") if isinstance(answer, dict) else None
+            if isinstance(memory, str) and memory.strip():
+                note.content = memory.strip()[: self.content_chars]
+                if self.note_terms == "tokens":  # the heuristic's terms of the new content
+                    note.keywords, note.tags = memco_layout.token_terms(note.content)
+            elif answer is not None:  # parsed, but no memory (an unparsed one is counted)
+                record_fallback(self.services.llm, "amem_extraction", self.fallbacks)
 
     def _analyse(self, notes: list[Note]) -> None:
         requests = [
@@ -335,6 +399,7 @@ class AMem(ModalBaseline):
             "memory_links": sum(len(n.links) for n in self.notes.values()),
             "memory_evolutions": self.counts["evolutions"],
             "memory_neighbour_updates": self.counts["neighbour_updates"],
+            "memory_skipped_failed": self.counts["skipped"],
         }
 
     def size(self) -> int:
@@ -360,8 +425,10 @@ class AMem(ModalBaseline):
             "index_text": self.DEFAULT_INDEX_TEXT[self.mode],
             "observation_chars": 300,
             "content_chars": 4000,
+            "success_only": False,
+            "note_content": "trajectory",
         }
-        written = state.get("writing", earlier)
+        written = {**earlier, **state.get("writing", {})}
         differ = [k for k in WRITING_KEYS if written.get(k) != getattr(self, k)]
         if differ:
             was = " ".join(f"method.{k}={_value(written.get(k))}" for k in differ)

@@ -1,5 +1,7 @@
 """A-Mem's memory-LLM prompts (memarena's wording, written from the paper): the note analysis
-(keywords, context, tags) and the evolution decision over a new note's nearest neighbours."""
+(keywords, context, tags), the evolution decision over a new note's nearest neighbours, and
+the procedural-memory extraction ReMe ran its A-Mem with (``method.note_content: extracted``;
+reme.txt Appendix B: "slight prompt modifications to extract procedural memories")."""
 
 ANALYSIS_SYSTEM = (
     "You index an agent's memories. For the memory below give: keywords (at least three "
@@ -22,6 +24,24 @@ ANALYSIS_SCHEMA = {
         "tags": _TERMS,
     },
     "required": ["keywords", "context", "tags"],
+    "additionalProperties": False,
+}
+
+# ``method.note_content: extracted``: the trajectory goes to the memory LLM first, and the
+# procedural memory it extracts becomes the note's content (then analysed and evolved as any note)
+EXTRACTION_SYSTEM = (
+    "You turn an agent's finished attempt at a task into procedural memory: reusable how-to "
+    "knowledge for later tasks of the same kind. Say what kind of task it was, then the "
+    "procedure as numbered steps in order (the actions or calls that moved the task forward, "
+    "with the arguments that mattered), then any pitfall the attempt met and how to avoid it. "
+    "Leave out observations that did not matter and steps that led nowhere."
+)
+EXTRACTION_USER = 'Attempt:\n{trajectory}\n\nAnswer with JSON: {{"memory": "..."}}'
+EXTRACTION_CHARS = 1200  # the longest procedural memory (the note's whole content)
+EXTRACTION_SCHEMA = {
+    "type": "object",
+    "properties": {"memory": {"type": "string", "maxLength": EXTRACTION_CHARS}},
+    "required": ["memory"],
     "additionalProperties": False,
 }
 

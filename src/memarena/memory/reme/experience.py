@@ -7,9 +7,14 @@ in step with additions and deletions:
 - ``usage_scenario``: phi(omega), the paper's index (Appendix C.2);
 - ``task_query``: the raw query of the task the experience came from;
 - ``generalized_query``: an LLM-generalised version of that query;
-- ``keywords``: the experience's keywords kappa, joined.
+- ``keywords``: keywords extracted from that query without an LLM (:func:`query_keywords`; the
+  task being solved is keyworded the same way): Table 5's "query keywords", which the paper
+  groups with the simple, non-LLM keys;
+- ``experience_keywords``: the experience's own LLM keywords kappa, joined (memarena's earlier
+  reading of that key).
 
-``content`` (scenario + experience text) is the matrix used for similarity deduplication.
+``content`` (scenario + experience text, as ReMe's deduplication embeds a candidate) is the
+matrix used for similarity deduplication against contents (``dedup_against: content``).
 
 The matrices built so far are saved with the pool (base64 float32 with the embedder's name and
 dimension) and used as they are on load: a 10k-experience index is not embedded again.
@@ -17,6 +22,7 @@ dimension) and used as they are on load: a 10k-experience index is not embedded 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -33,7 +39,36 @@ from memarena.memory.vectors import (
     unpack,
 )
 
-RETRIEVAL_KEYS = ("usage_scenario", "task_query", "generalized_query", "keywords")
+RETRIEVAL_KEYS = (
+    "usage_scenario",
+    "task_query",
+    "generalized_query",
+    "keywords",
+    "experience_keywords",
+)
+# version of the texts behind the stored matrices; older snapshots embedded the keys below from
+# other texts (keywords: the experience's own; content: scenario and content on two lines)
+KEY_TEXTS = 2
+CHANGED_KEY_TEXTS = ("keywords", "content")
+# words a keyword list leaves out (function words and the verbs of polite requests)
+STOPWORDS = frozenset(
+    """a about above after again against all also am an and any are as at be because been before
+    being below between both but by can could did do does doing down during each few for from
+    further had has have having he her here hers him his how i if in into is it its itself just
+    let like me more most my no nor not now of off on once only or other our ours out over own
+    please same she should so some such than that the their theirs them then there these they
+    this those through to too under until up very was we were what when where which while who
+    whom why will with would you your yours yourself""".split()
+)
+
+
+def query_keywords(text: str, limit: int = 16) -> str:
+    """The keywords of a task query without an LLM: its words (letters, digits, ``_``, ``.``,
+    ``-`` inside a word), lowercased, minus stopwords and one-letter words, first occurrence
+    first, at most ``limit``, joined with ``", "``."""
+    words = re.findall(r"[a-z0-9_]+(?:[.\-][a-z0-9_]+)*", text.lower())
+    kept = [w for w in dict.fromkeys(words) if len(w) > 1 and w not in STOPWORDS]
+    return ", ".join(kept[:limit]) or text.strip()
 
 
 @dataclass
@@ -59,13 +94,17 @@ class Experience:
         if key == "generalized_query":
             return self.generalized_query or self.task_query
         if key == "keywords":
+            return query_keywords(self.task_query or self.when_to_use)
+        if key == "experience_keywords":
             return ", ".join(self.keywords) or self.when_to_use
         if key == "content":
-            return f"{self.when_to_use}\n{self.content}"
+            return f"{self.when_to_use} {self.content}"
         raise KeyError(key)
 
-    def render(self) -> str:
-        return f"When {self.when_to_use.rstrip('.')}: {self.content}"
+    def render(self, number: int) -> str:
+        """The block the agent reads: ``Experience i:`` then ``When to use:`` and ``Content:``
+        lines (the layout of ReMe's agents)."""
+        return f"Experience {number}:\n When to use: {self.when_to_use}\n Content: {self.content}\n"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -144,16 +183,18 @@ class ExperiencePool:
                 row = self.embed([experience.key_text(key)])
             rows.append(row)
 
-    def add_many(self, experiences: list[Experience], content_vectors: np.ndarray) -> None:
-        """:meth:`add` of several experiences (with their content rows): each other built
-        matrix embeds the new texts in one call."""
+    def add_many(
+        self, experiences: list[Experience], content_vectors: np.ndarray | None = None
+    ) -> None:
+        """:meth:`add` of several experiences (with their content rows when given): each other
+        built matrix embeds the new texts in one call."""
         if not experiences:
             return
         self._use_stored()
         for experience in experiences:
             self.items[experience.id] = experience
         for key, rows in self._vectors.items():
-            if key == "content":
+            if key == "content" and content_vectors is not None:
                 rows.append(np.asarray(content_vectors, dtype=np.float32))
             else:
                 rows.append(self.embed([e.key_text(key) for e in experiences]))
@@ -190,11 +231,12 @@ class ExperiencePool:
         experiences = list(self.items.values())
         return [[(experiences[i], float(row[i])) for i in top_k(row, k)] for row in scores]
 
-    def max_similarity(self, vector: np.ndarray) -> float:
-        """Highest cosine between ``vector`` and any experience's content (-1 when empty)."""
+    def max_similarity(self, vector: np.ndarray, key: str = "content") -> float:
+        """Highest cosine between ``vector`` and any experience's ``key`` embedding (-1 when
+        empty)."""
         if not self.items:
             return -1.0
-        return float(np.max(self.matrix("content") @ vector))
+        return float(np.max(self.matrix(key) @ vector))
 
     def to_dict(self) -> dict[str, Any]:
         """Items, and each embedding matrix built so far (base64 float32, with the
@@ -206,6 +248,7 @@ class ExperiencePool:
         return {
             "items": [e.to_dict() for e in self.items.values()],
             "next_id": self.next_id,
+            "key_texts": KEY_TEXTS,
             "vectors": {
                 key: pack(rows.array, identity)
                 for key, rows in self._vectors.items()
@@ -220,6 +263,8 @@ class ExperiencePool:
         self._stored = {}
         self._stored_identity = {}
         for key, blob in (d.get("vectors") or {}).items():
+            if key in CHANGED_KEY_TEXTS and d.get("key_texts") != KEY_TEXTS:
+                continue  # embedded from texts this version builds otherwise: embed again
             rows = unpack(blob)
             if len(rows) == len(self.items):
                 self._stored[key] = rows

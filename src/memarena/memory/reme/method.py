@@ -1,34 +1,45 @@
 """``ReMe``: Remember Me, Refine Me (reme.txt) as ``method=reme``.
 
+The paper's experiments follow ReMe's released code (agentscope-ai/ReMe: benchmark/bfcl,
+benchmark/appworld, reme_ai/summary/task, reme_ai/vector_store); where the paper reads
+otherwise, the other reading is one key away (``conf/method/reme.yaml`` names both).
+
 Acquisition (Section 3.2, Appendix C.1): the pipeline samples ``samples`` (N=8) trajectories per
-train task at ``sample_temperature`` (0.9) without memory; per task the best and the worst are
-kept; the summarizer (the memory-side LLM, LLM_summ) runs success-pattern recognition on a
-successful one, failure analysis on a failed one and comparative insight when their scores
-differ; an LLM judge validates each candidate (valid and score >= ``judge_min_score``); a
-candidate whose content embedding is within ``dedup_threshold`` cosine of a stored (or an
-earlier new) experience is dropped; the rest are indexed by the embedding of their usage
-scenario. ``granularity: trajectory`` (Table 2) replaces the three analyses by one whole-
-procedure summary per kept trajectory.
+train task at ``sample_temperature`` (0.9) without memory; per task the samples are sorted by
+reward ascending (``reward``: BFCL's 0/1, AppWorld's share of passed tests) and the first and the
+last are kept (a task with one or two samples keeps them all); the summarizer (the memory-side
+LLM, LLM_summ) runs success-pattern recognition on every kept success, failure analysis on every
+kept failure and the comparative analysis when the kept rewards differ; an LLM judge validates
+each candidate on its usage scenario and content (valid and score >= ``judge_min_score``); a
+candidate whose scenario-plus-content embedding is more than ``dedup_threshold`` cosine-close to
+a stored experience's usage scenario (or to an earlier candidate of the batch) is dropped; the
+rest are indexed by the embedding of their usage scenario. ``granularity: trajectory`` (Table
+2) replaces the three analyses by one whole-procedure summary per kept trajectory.
 
 Reuse (Section 3.3, Appendix C.2): once per task, the top-``top_k`` experiences by cosine
-between the task query and ``retrieval_key`` (Table 5); optional LLM rerank of the top
-``rerank_pool`` and rewrite into one guidance (off by default, as in the paper's runs).
+between the task query and ``retrieval_key`` (Table 5), shown as ``Experience i:`` /
+``When to use:`` / ``Content:`` blocks; optional LLM rerank of the top ``rerank_pool`` and
+rewrite into one guidance (off by default, as in the paper's runs).
 
 Refinement (Section 3.4), only while the memory learns during evaluation (ReMe (dynamic),
-``protocol.freeze_during_eval=false``): each recall counts f, each recall in a successful task
-counts u; an experience with f >= ``delete_min_retrievals`` (alpha=5) and u/f <=
-``delete_max_utility`` (beta=0.5) is deleted (``deletion``); ``addition: selective`` distils
-successful tasks only, ``full`` every task; ``reflection`` retries a failed task up to
-``max_reflections`` (3) times with the summarizer's lessons, which join the pool only when a
-retry succeeds. Retries are never counted in the metrics.
+``protocol.freeze_during_eval=false``): every trial (retries included) counts f for each
+experience it was shown and u when it succeeded; every ``delete_every`` trials one deletion
+pass over the whole pool removes the experiences with f >= ``delete_min_retrievals`` (alpha=5)
+and u/f < ``delete_max_utility`` (beta=0.5; ``delete_strict: false`` is Eq. 1's <=);
+``addition: selective`` distils successful trials only, ``full`` every task; ``reflection``
+retries a failed task up to ``max_reflections`` (3) times: the retry is shown the failed
+trial's failure analysis (judged and deduplicated, not added) or, when none survives, a fresh
+retrieval; a successful retry adds the summary of the retry (``retry_success_adds``). Whether
+retries count in the metrics is the protocol's ``count_retries``.
 
 Scale: the task queries of a wave of episodes are embedded in one call (``retrieve_batch``;
 an LRU keeps goals already seen) and scored against the pool in one matrix product; the
 snapshot stores the pool's retrieval-key and content embeddings, so a load embeds nothing
 (:mod:`memarena.memory.reme.experience`).
 
-Every LLM answer is JSON-schema constrained; a malformed one adds nothing and is counted in
-``memory_fallbacks`` (and on the backbone's usage). Nothing here depends on the benchmark.
+Every LLM answer is JSON-schema constrained; a malformed one adds nothing (a judge reply: see
+``judge_unparsed``) and is counted in ``memory_fallbacks`` (and on the backbone's usage). The
+benchmark enters only through :data:`OFFICIAL_REWARD` (the reward ReMe's agent for it uses).
 """
 
 from __future__ import annotations
@@ -45,6 +56,7 @@ from memarena.core import (
     MemoryContext,
     MemoryMethod,
     MemoryQuery,
+    Observation,
     Outcome,
     Task,
     Trajectory,
@@ -53,13 +65,26 @@ from memarena.core.json_budget import token_caps
 from memarena.memory.llm_calls import json_batch
 from memarena.memory.reme import prompts
 from memarena.memory.reme import summarizer as summ
-from memarena.memory.reme.experience import RETRIEVAL_KEYS, Experience, ExperiencePool
+from memarena.memory.reme.experience import (
+    RETRIEVAL_KEYS,
+    Experience,
+    ExperiencePool,
+    query_keywords,
+)
 from memarena.memory.vectors import QueryEncoder
 
 log = logging.getLogger(__name__)
 
 PURPOSES = ("summarize", "judge", "generalize", "rerank", "rewrite", "reflect")
 Pair = tuple[Trajectory, Outcome]
+# reward: official -> the reward ReMe's agent for the benchmark ranks samples by: BFCL's checker
+# gives 0/1 (bfcl_agent.py get_reward), AppWorld passed / all tests (appworld_react_agent.py);
+# benchmarks ReMe's code does not cover: the env's progress
+OFFICIAL_REWARD = {"bfcl": "success", "appworld": "progress"}
+# delete_every: official -> trials between deletion passes in ReMe's agent for the benchmark:
+# run_bfcl.py passes delete_freq=5; appworld_react_agent.py deletes after every trial (its
+# counter check is commented out); benchmarks ReMe's code does not cover: BFCL's 5
+OFFICIAL_DELETE_EVERY = {"bfcl": 5, "appworld": 1}
 
 
 def _choice(option: str, value: str, valid: Sequence[str]) -> str:
@@ -84,7 +109,11 @@ class ReMe(MemoryMethod):
         max_experiences: int = 3,
         judge: bool = True,
         judge_min_score: float = 0.5,
-        dedup_threshold: float = 0.9,
+        judge_sees_task: bool = False,
+        judge_unparsed: str = "keep",
+        dedup_threshold: float = 0.5,
+        dedup_against: str = "usage_scenario",
+        reward: str = "official",
         generalize_queries: bool = True,
         top_k: int = 5,
         retrieval_key: str = "usage_scenario",
@@ -96,9 +125,15 @@ class ReMe(MemoryMethod):
         addition: str = "selective",
         reflection: bool = True,
         max_reflections: int = 3,
+        retry_lessons: str = "failure_analysis",
+        retry_context: str = "lessons",
+        retry_without_lessons: str = "retrieve",
+        retry_success_adds: str = "retry_summary",
         deletion: bool = True,
         delete_min_retrievals: int = 5,
         delete_max_utility: float = 0.5,
+        delete_strict: bool = True,
+        delete_every: int | str | None = "official",
         temperature: float = 0.0,
         max_tokens: Any = None,
         trajectory_chars: int = 6000,
@@ -113,6 +148,14 @@ class ReMe(MemoryMethod):
                 f"and max_reflections >= 0; got samples={samples}, top_k={top_k}, "
                 f"max_experiences={max_experiences}, max_reflections={max_reflections}."
             )
+        if delete_every == "official":
+            delete_every = OFFICIAL_DELETE_EVERY.get(env_name, 5)
+        if delete_every is not None and (not isinstance(delete_every, int) or delete_every < 1):
+            raise ConfigError(
+                f"memarena: method.delete_every={delete_every!r} must be official (ReMe's agent "
+                "for the env: BFCL 5, AppWorld 1), an int >= 1 (trials between deletion passes) "
+                "or null (after every update, among the experiences it touched)."
+            )
         if not -1.0 <= dedup_threshold <= 1.0 or not 0.0 <= judge_min_score <= 1.0:
             raise ConfigError(
                 f"memarena: method.dedup_threshold={dedup_threshold} must be a cosine in "
@@ -125,7 +168,12 @@ class ReMe(MemoryMethod):
         self.acquisition_temperature = float(sample_temperature)
         self.max_experiences = int(max_experiences)
         self.judge, self.judge_min_score = bool(judge), float(judge_min_score)
+        self.judge_sees_task = bool(judge_sees_task)
+        self.judge_lenient = _choice("judge_unparsed", judge_unparsed, ("keep", "drop")) == "keep"
         self.dedup_threshold = float(dedup_threshold)
+        self.dedup_against = _choice("dedup_against", dedup_against, ("usage_scenario", "content"))
+        reward = _choice("reward", reward, ("official", *summ.REWARDS))
+        self.reward = OFFICIAL_REWARD.get(env_name, "progress") if reward == "official" else reward
         self.generalize_queries = bool(generalize_queries) or retrieval_key == "generalized_query"
         self.top_k, self.rerank_pool = int(top_k), max(int(rerank_pool), int(top_k))
         self.retrieves_during_acquisition = bool(retrieve_during_acquisition)
@@ -134,8 +182,22 @@ class ReMe(MemoryMethod):
         self.rerank, self.rewrite = bool(rerank), bool(rewrite)
         self.reflection = bool(reflection)
         self.max_reflections = int(max_reflections) if self.reflection else 0
+        self.retry_lessons = _choice(
+            "retry_lessons", retry_lessons, ("failure_analysis", "reflect")
+        )
+        self.retry_context = _choice(
+            "retry_context", retry_context, ("lessons", "experiences_and_lessons")
+        )
+        self.retry_without_lessons = _choice(
+            "retry_without_lessons", retry_without_lessons, ("retrieve", "none")
+        )
+        self.retry_success_adds = _choice(
+            "retry_success_adds", retry_success_adds, ("retry_summary", "lessons")
+        )
         self.deletion = bool(deletion)
         self.alpha, self.beta = int(delete_min_retrievals), float(delete_max_utility)
+        self.delete_strict = bool(delete_strict)
+        self.delete_every = None if delete_every is None else int(delete_every)
         self.temperature = float(temperature)
         # caps per purpose; None: the bound of the answer's schema (core.json_budget)
         self.token_caps = token_caps(max_tokens, PURPOSES, "method")
@@ -157,6 +219,7 @@ class ReMe(MemoryMethod):
             "deleted": 0,
             "reflection_attempts": 0,
             "reflection_successes": 0,
+            "trials": 0,  # evaluation trials observed (retries included): the deletion clock
         }
         self.shown: dict[str, MemoryContext] = {}  # task id -> context given at retrieval
         self.lessons: dict[str, list[Experience]] = {}  # task id -> lessons of its retry
@@ -192,23 +255,36 @@ class ReMe(MemoryMethod):
         self.observe_groups([[(trajectory, outcome)]])
 
     def _acquire(self, groups: list[list[Pair]]) -> None:
-        """Best and worst sample per task -> analyses -> judge -> dedup -> pool."""
+        """Lowest- and highest-reward sample per task -> analyses -> judge -> dedup -> pool."""
         jobs: list[tuple[str, Trajectory, ChatRequest]] = []
         for group in groups:
-            if not group:
-                continue
-            ranked = sorted(group, key=lambda p: summ.score(p[1]), reverse=True)
-            best, worst = ranked[0], ranked[-1]
-            jobs.extend(self._analyses(best, worst if len(ranked) > 1 else None))
+            if group:
+                jobs.extend(self._analyses(self._kept(group)))
         self._distil(jobs)
         if self.generalize_queries:
             self._generalize([g[0][0] for g in groups if g])
 
-    def _analyses(self, best: Pair, worst: Pair | None) -> list[tuple[str, Trajectory, Any]]:
-        """(kind, source trajectory, request) of the analyses Appendix C.1 runs on a task."""
+    def _score(self, pair: Pair) -> float:
+        return summ.score(pair[1], self.reward)
+
+    def _kept(self, group: list[Pair]) -> list[Pair]:
+        """ReMe's choice (init_task_memory_pool.py): one or two samples are kept as they are;
+        more are sorted by reward ascending (a stable sort) and the first and the last kept."""
+        if len(group) <= 2:
+            return list(group)
+        ranked = sorted(group, key=self._score)
+        return [ranked[0], ranked[-1]]
+
+    def _analyses(
+        self, kept: list[Pair], purpose: str = "summarize"
+    ) -> list[tuple[str, Trajectory, Any]]:
+        """(kind, source trajectory, request) of the analyses Appendix C.1 runs on a task's
+        kept samples, in the order ReMe's summary flow validates them: success-pattern
+        recognition on every success, failure analysis on every failure, then the
+        comparative analysis of the highest- against the lowest-reward sample when their
+        rewards differ (with BFCL's 0/1 reward: never between two failures)."""
         fields = self._fields()
         schema = prompts.experiences_schema(self.max_experiences)
-        chosen = [best] if worst is None else [best, worst]
         if self.extraction == "trajectory":
             one = prompts.experiences_schema(1)
             return [
@@ -216,7 +292,7 @@ class ReMe(MemoryMethod):
                     "trajectory",
                     t,
                     self._request(
-                        "summarize",
+                        purpose,
                         prompts.TRAJECTORY.format(
                             status="successful" if o.success else "failed",
                             trajectory=self._render((t, o)),
@@ -225,31 +301,38 @@ class ReMe(MemoryMethod):
                         one,
                     ),
                 )
-                for t, o in chosen
+                for t, o in kept
             ]
         jobs = []
-        successes = [p for p in chosen if p[1].success]
-        failures = [p for p in chosen if not p[1].success]
-        if successes:
-            text = prompts.SUCCESS.format(trajectory=self._render(successes[0]), **fields)
-            jobs.append(("success", successes[0][0], self._request("summarize", text, schema)))
-        if failures:
-            text = prompts.FAILURE.format(trajectory=self._render(failures[-1]), **fields)
-            jobs.append(("failure", failures[-1][0], self._request("summarize", text, schema)))
-        if worst is not None and summ.score(best[1]) > summ.score(worst[1]):
-            text = prompts.COMPARATIVE.format(
-                high=summ.score(best[1]),
-                low=summ.score(worst[1]),
-                better=self._render(best),
-                worse=self._render(worst),
-                **fields,
-            )
-            jobs.append(("comparative", best[0], self._request("summarize", text, schema)))
+        for pair in [p for p in kept if p[1].success]:
+            text = prompts.SUCCESS.format(trajectory=self._render(pair), **fields)
+            jobs.append(("success", pair[0], self._request(purpose, text, schema)))
+        for pair in [p for p in kept if not p[1].success]:
+            text = prompts.FAILURE.format(trajectory=self._render(pair), **fields)
+            jobs.append(("failure", pair[0], self._request(purpose, text, schema)))
+        if len(kept) >= 2:
+            ranked = sorted(kept, key=self._score, reverse=True)
+            best, worst = ranked[0], ranked[-1]
+            if self._score(best) > self._score(worst):
+                text = prompts.COMPARATIVE.format(
+                    high=self._score(best),
+                    low=self._score(worst),
+                    better=self._render(best),
+                    worse=self._render(worst),
+                    **fields,
+                )
+                jobs.append(("comparative", best[0], self._request(purpose, text, schema)))
         return jobs
 
     def _distil(self, jobs: list[tuple[str, Trajectory, ChatRequest]]) -> list[Experience]:
         """Run the summarizer requests, validate and deduplicate, add; returns the added."""
-        answers = self._ask("summarize", [request for _, _, request in jobs])
+        return self._admit(self._summaries(jobs))
+
+    def _summaries(
+        self, jobs: list[tuple[str, Trajectory, ChatRequest]], purpose: str = "summarize"
+    ) -> list[Experience]:
+        """The candidates the summarizer's answers hold, in job order."""
+        answers = self._ask(purpose, [request for _, _, request in jobs])
         candidates: list[Experience] = []
         for (kind, trajectory, _), raw in zip(jobs, answers, strict=True):
             limit = 1 if kind == "trajectory" else self.max_experiences
@@ -261,54 +344,61 @@ class ReMe(MemoryMethod):
                 source_task=trajectory.task.id,
             )
             if parsed is None and raw is not None:
-                self._count_fallback("reme_summarize_shape")
+                self._count_fallback(f"reme_{purpose}_shape")
             candidates.extend(parsed or [])
-        return self._admit(candidates)
+        return candidates
 
     def _admit(self, candidates: list[Experience]) -> list[Experience]:
         """LLM-judge validation, then similarity dedup against the pool, then addition."""
+        kept, vectors = self._unique(self._validated(candidates))
+        for experience in kept:
+            experience.id = self.pool.new_id()
+        if kept:  # the other built matrices embed the new texts in one call
+            self.pool.add_many(kept, vectors)  # the candidates' scenario + content rows
+        self.counts["added"] += len(kept)
+        return kept
+
+    def _validated(self, candidates: list[Experience]) -> list[Experience]:
+        """The candidates the judge keeps: valid with score >= ``judge_min_score``. It sees the
+        usage scenario and the content (with ``judge_sees_task``, the source task too)."""
         self.counts["candidates"] += len(candidates)
-        if self.judge and candidates:
-            verdicts = self._ask(
-                "judge",
-                [
-                    self._request(
-                        "judge",
-                        prompts.JUDGE.format(
-                            task=e.task_query, when_to_use=e.when_to_use, content=e.content
-                        ),
-                        prompts.JUDGE_SCHEMA,
-                    )
-                    for e in candidates
-                ],
-            )
-            kept = []
-            for experience, raw in zip(candidates, verdicts, strict=True):
-                verdict = summ.judge_verdict(raw, self.judge_min_score)
-                if verdict is None and raw is not None:
-                    self._count_fallback("reme_judge_shape")
-                if verdict:
-                    kept.append(experience)
-            self.counts["judge_rejected"] += len(candidates) - len(kept)
-            candidates = kept
+        if not self.judge or not candidates:
+            return candidates
+        requests = []
+        for e in candidates:
+            task = prompts.JUDGE_TASK.format(task=e.task_query) if self.judge_sees_task else ""
+            text = prompts.JUDGE.format(task=task, when_to_use=e.when_to_use, content=e.content)
+            requests.append(self._request("judge", text, prompts.JUDGE_SCHEMA))
+        kept = []
+        for experience, raw in zip(candidates, self._ask("judge", requests), strict=True):
+            keep, malformed = summ.judge_verdict(raw, self.judge_min_score, self.judge_lenient)
+            if malformed and raw is not None:
+                self._count_fallback("reme_judge_shape")
+            if keep:
+                kept.append(experience)
+        self.counts["judge_rejected"] += len(candidates) - len(kept)
+        return kept
+
+    def _unique(self, candidates: list[Experience]) -> tuple[list[Experience], np.ndarray | None]:
+        """The candidates no stored experience or earlier kept candidate is more than
+        ``dedup_threshold`` cosine-close to, and their scenario-plus-content rows. ReMe's
+        deduplication (``dedup_against: usage_scenario``) compares a candidate's scenario-plus-
+        content embedding with the stored usage-scenario embeddings (the index) and with the
+        earlier kept candidates' scenario-plus-content embeddings; ``content`` compares
+        scenario-plus-content on both sides."""
         if not candidates:
-            return []
+            return [], None
         vectors = self.pool.embed([e.key_text("content") for e in candidates])
-        self.pool.matrix("content")  # built before the additions, then kept in step
-        added, rows = [], []
+        stored = "content" if self.dedup_against == "content" else "usage_scenario"
+        kept, rows = [], []
         for experience, vector in zip(candidates, vectors, strict=True):
-            # against the pool and the candidates admitted before this one
-            best = max([self.pool.max_similarity(vector), *(float(r @ vector) for r in rows)])
-            if best >= self.dedup_threshold:
+            near = [self.pool.max_similarity(vector, stored), *(float(r @ vector) for r in rows)]
+            if max(near) > self.dedup_threshold:
                 self.counts["duplicates"] += 1
                 continue
-            experience.id = self.pool.new_id()
-            added.append(experience)
+            kept.append(experience)
             rows.append(vector)
-        if added:  # the other built matrices embed the new texts in one call
-            self.pool.add_many(added, np.stack(rows))
-        self.counts["added"] += len(added)
-        return added
+        return kept, (np.stack(rows) if rows else None)
 
     def _generalize(self, trajectories: list[Trajectory]) -> None:
         """One generalised query per source task, set on its experiences (Table 5's key)."""
@@ -345,13 +435,17 @@ class ReMe(MemoryMethod):
             for query in queries:
                 self.shown[query.task.id] = MemoryContext.empty()
             return [MemoryContext.empty() for _ in queries]
-        vectors = self.query_encoder([q.task.goal for q in queries])
+        vectors = self.query_encoder([self._query_text(q.task) for q in queries])
         pool_k = self.rerank_pool if self.rerank else self.top_k
         hits = self.pool.search_many(vectors, self.retrieval_key, pool_k)
         return [
             self._context(query.task, [e for e, _ in found])
             for query, found in zip(queries, hits, strict=True)
         ]
+
+    def _query_text(self, task: Task) -> str:
+        """What the task is matched by: its query, or its keywords for the keywords key."""
+        return query_keywords(task.goal) if self.retrieval_key == "keywords" else task.goal
 
     def _context(self, task: Task, found: list[Experience]) -> MemoryContext:
         if self.rerank and len(found) > 1:
@@ -388,7 +482,20 @@ class ReMe(MemoryMethod):
 
     # -- refinement ----------------------------------------------------------------------------
     def _refine(self, pairs: list[Pair]) -> None:
-        """Utility bookkeeping and deletion, then selective or full addition (one batch)."""
+        """f and u of what each task was shown, selective or full addition (one batch), then
+        the deletion schedule (``delete_every`` trials, or the touched ones after the update)."""
+        touched = self._count_recalls(pairs)
+        if self.deletion and self.delete_every is None:
+            self.delete_low_utility(touched)
+        wanted = [p for p in pairs if p[1].success or self.addition == "full"]
+        self._distil([job for pair in wanted for job in self._analyses([pair])])
+        if self.generalize_queries:
+            self._generalize([t for t, _ in wanted])
+        self._count_trials(len(pairs))
+
+    def _count_recalls(self, pairs: list[Pair]) -> set[str]:
+        """f += 1 for every experience a trial was shown, u += 1 when the trial succeeded
+        (ReMe's record_task_memory); returns the ids touched."""
         touched: set[str] = set()
         for trajectory, outcome in pairs:
             for exp_id in dict.fromkeys(trajectory.memory_ids):
@@ -397,17 +504,26 @@ class ReMe(MemoryMethod):
                     experience.retrievals += 1
                     experience.utility += int(outcome.success)
                     touched.add(exp_id)
-        if self.deletion:
-            self.delete_low_utility(touched)
-        wanted = [p for p in pairs if p[1].success or self.addition == "full"]
-        self._distil([job for pair in wanted for job in self._analyses(pair, None)])
-        if self.generalize_queries:
-            self._generalize([t for t, _ in wanted])
+        return touched
+
+    def _count_trials(self, n: int) -> None:
+        """Advance the deletion clock by ``n`` trials: one pass over the whole pool when it
+        crosses a multiple of ``delete_every`` (bfcl_agent.py: every delete_freq = 5 trials,
+        retries included)."""
+        before = self.counts["trials"]
+        self.counts["trials"] += n
+        every = self.delete_every
+        if self.deletion and every is not None and self.counts["trials"] // every > before // every:
+            self.delete_low_utility()
 
     def should_delete(self, experience: Experience) -> bool:
-        """Eq. 1: f >= alpha and u / f <= beta."""
+        """f >= alpha and u / f < beta (ReMe's DeleteMemoryOp; ``delete_strict: false`` is
+        Eq. 1's u / f <= beta)."""
         f = experience.retrievals
-        return f >= self.alpha and f > 0 and experience.utility / f <= self.beta
+        if f < self.alpha or f <= 0:
+            return False
+        ratio = experience.utility / f
+        return ratio < self.beta if self.delete_strict else ratio <= self.beta
 
     def delete_low_utility(self, ids: Sequence[str] | set[str] | None = None) -> list[str]:
         scope = list(self.pool.items) if ids is None else [i for i in ids if i in self.pool]
@@ -417,9 +533,63 @@ class ReMe(MemoryMethod):
         return doomed
 
     def reflect(self, failures: list[Pair], attempt: int) -> list[MemoryContext | None]:
-        """Failure-aware reflection: lessons from each failed attempt guide one more try."""
+        """Failure-aware reflection: what the next try of each failed trial is shown.
+
+        ``retry_lessons: failure_analysis`` (ReMe's agents): the failed trial's failure
+        analysis, judged and deduplicated against the pool, not added; ``reflect``: lessons
+        from a reflection prompt, unjudged. ``retry_context: lessons`` shows the lessons only
+        (ReMe's agents), ``experiences_and_lessons`` beside the task's retrieved experiences.
+        A task left without lessons retries with a fresh retrieval (``retry_without_lessons:
+        retrieve``, ReMe's agents; its recalls count again) or not at all (``none``)."""
         if not self.reflection or attempt > self.max_reflections or not failures:
             return [None] * len(failures)
+        if self.retry_lessons == "failure_analysis":
+            found = self._failure_lessons(failures)
+        else:
+            found = self._reflection_lessons(failures, attempt)
+        contexts: dict[int, MemoryContext | None] = {}
+        fresh: list[int] = []
+        for i, ((trajectory, _), lessons) in enumerate(zip(failures, found, strict=True)):
+            task = trajectory.task
+            if not lessons:
+                self.lessons.pop(task.id, None)
+                if self.retry_without_lessons == "retrieve":
+                    fresh.append(i)
+                contexts[i] = None
+                continue
+            self.lessons[task.id] = lessons
+            base = self.shown.get(task.id, MemoryContext.empty())
+            keep = self.retry_context == "experiences_and_lessons"
+            slots = dict(base.slots) if keep else {}
+            slots["lessons"] = f"{prompts.LESSONS_HEADER}\n{summ.numbered(lessons)}"
+            contexts[i] = MemoryContext(
+                slots=slots, memory_ids=list(base.memory_ids) if keep else []
+            )
+        if fresh:
+            queries = [self._retry_query(failures[i][0]) for i in fresh]
+            for i, context in zip(fresh, self.retrieve_batch(queries), strict=True):
+                contexts[i] = context
+        return [contexts[i] for i in range(len(failures))]
+
+    @staticmethod
+    def _retry_query(trajectory: Trajectory) -> MemoryQuery:
+        observation = Observation(trajectory.initial_observation, trajectory.task.goal)
+        return MemoryQuery(task=trajectory.task, observation=observation)
+
+    def _failure_lessons(self, failures: list[Pair]) -> list[list[Experience]]:
+        """Each failed trial's failure analysis after the judge and the dedup (the lessons
+        ReMe's agents show the next trial; bfcl_agent.py summary_memory)."""
+        # counted as the purpose reflect (the lessons of a retry), asked as the failure analysis
+        jobs = [job for pair in failures for job in self._analyses([pair], "reflect")]
+        judged = self._validated(self._summaries(jobs, "reflect"))  # one batched call each
+        out: list[list[Experience]] = []
+        for trajectory, _ in failures:  # each trial's summary is deduplicated on its own
+            kept, _ = self._unique([e for e in judged if e.source_task == trajectory.task.id])
+            out.append([replace_kind(e, "reflection") for e in kept])
+        return out
+
+    def _reflection_lessons(self, failures: list[Pair], attempt: int) -> list[list[Experience]]:
+        """Lessons from the reflection prompt (memarena's earlier reading), unjudged."""
         fields = self._fields()
         schema = prompts.experiences_schema(self.max_experiences)
         requests = []
@@ -429,9 +599,8 @@ class ReMe(MemoryMethod):
                 previous=previous, trajectory=self._render(pair), **fields
             )
             requests.append(self._request("reflect", text, schema))
-        answers = self._ask("reflect", requests)
-        contexts: list[MemoryContext | None] = []
-        for (trajectory, _), raw in zip(failures, answers, strict=True):
+        out = []
+        for (trajectory, _), raw in zip(failures, self._ask("reflect", requests), strict=True):
             task = trajectory.task
             lessons = summ.parse_experiences(
                 raw,
@@ -440,32 +609,33 @@ class ReMe(MemoryMethod):
                 task_query=task.goal,
                 source_task=task.id,
             )
-            if not lessons:
-                if raw is not None:
-                    self._count_fallback("reme_reflect_shape")
-                self.lessons.pop(task.id, None)
-                contexts.append(None)
-                continue
-            self.lessons[task.id] = lessons
-            base = self.shown.get(task.id, MemoryContext.empty())
-            slots = dict(base.slots)
-            slots["lessons"] = f"{prompts.LESSONS_HEADER}\n{summ.numbered(lessons)}"
-            contexts.append(MemoryContext(slots=slots, memory_ids=list(base.memory_ids)))
-        return contexts
+            if not lessons and raw is not None:
+                self._count_fallback("reme_reflect_shape")
+            out.append(lessons or [])
+        return out
 
     def observe_retry(
         self, trajectory: Trajectory, outcome: Outcome, attempt: int, context: MemoryContext
     ) -> None:
-        """A successful retry adds its lessons (judged, deduplicated); a failed one drops them."""
+        """A retry is a trial: it counts the recalls of a fresh retrieval (a context without
+        lessons) and ticks the deletion clock. A successful retry adds the summary of the retry
+        (``retry_success_adds: retry_summary``, ReMe's agents) or its lessons (``lessons``,
+        the paper's text), judged and deduplicated; a failed one adds nothing."""
         self.counts["reflection_attempts"] += 1  # counted here, so a replay on resume counts too
         lessons = self.lessons.pop(trajectory.task.id, None)
         if lessons is None:  # a replay on resume: rebuild the lessons from the stored context
             lessons = _lessons_from(context, trajectory)
-        if outcome.success and lessons:
+        if "lessons" not in context.slots:  # a fresh retrieval: its recalls count again
+            self._count_recalls([(trajectory, outcome)])
+        if outcome.success:
             self.counts["reflection_successes"] += 1
-            self._admit(lessons)
-            if self.generalize_queries:
+            if self.retry_success_adds == "retry_summary":
+                added = self._distil(self._analyses([(trajectory, outcome)]))
+            else:
+                added = self._admit(lessons) if lessons else []
+            if self.generalize_queries and added:
                 self._generalize([trajectory])
+        self._count_trials(1)
 
     # -- reporting and snapshots ---------------------------------------------------------------
     def metrics(self) -> dict[str, Any]:
@@ -518,22 +688,21 @@ def _kinds(experiences: Any) -> dict[str, int]:
     return dict(sorted(out.items()))
 
 
+def replace_kind(experience: Experience, kind: str) -> Experience:
+    """A copy of a candidate as another kind (a failure analysis shown as a lesson)."""
+    return Experience.from_dict({**experience.to_dict(), "kind": kind})
+
+
 def _lessons_from(context: MemoryContext, trajectory: Trajectory) -> list[Experience]:
-    """Lessons rendered in a retry context (``When <scenario>: <content>`` lines)."""
-    text = context.slots.get("lessons", "")
-    out = []
-    for line in text.splitlines()[1:]:
-        body = line.split(". ", 1)[1] if ". " in line else line
-        if body.startswith("When ") and ": " in body:
-            when, content = body[5:].split(": ", 1)
-            out.append(
-                Experience(
-                    id="",
-                    when_to_use=when,
-                    content=content,
-                    kind="reflection",
-                    source_task=trajectory.task.id,
-                    task_query=trajectory.task.goal,
-                )
-            )
-    return out
+    """Lessons rendered in a retry context (``Experience i:`` blocks)."""
+    return [
+        Experience(
+            id="",
+            when_to_use=when,
+            content=content,
+            kind="reflection",
+            source_task=trajectory.task.id,
+            task_query=trajectory.task.goal,
+        )
+        for when, content in summ.parse_numbered(context.slots.get("lessons", ""))
+    ]

@@ -54,11 +54,13 @@ JUDGE = """Judge one experience extracted for an AI agent. It is valid when it i
 (says what to do or avoid), accurate (consistent with the attempt it came from) and valuable \
 for future tasks of this kind (not trivial, not specific to one instance). Give a score from 0 \
 (useless or wrong) to 1 (clearly useful).
-
-Task it came from: {task}
+{task}
 Experience:
   when to use: {when_to_use}
   experience: {content}"""
+# the judge's line about the source task (judge_sees_task: true; ReMe's judge sees only the
+# condition and the content)
+JUDGE_TASK = "\nTask it came from: {task}"
 
 GENERALIZE = """Rewrite this task request as a generalised query: keep the kind of task and \
 the operations it needs, drop the particular names, values and ids.

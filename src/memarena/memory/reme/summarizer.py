@@ -6,6 +6,7 @@ Functions here build :class:`ChatRequest` objects and turn parsed JSON answers i
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,11 +17,17 @@ from memarena.memory.reme import prompts
 from memarena.memory.reme.experience import Experience
 
 SUCCESS_SCORE = 1.0  # Appendix C.1: a trajectory is successful at reward >= 1.0
+REWARDS = ("success", "progress")
 
 
-def score(outcome: Outcome) -> float:
-    """The reward used to rank a task's samples: 1 for success, else the env's progress."""
-    return SUCCESS_SCORE if outcome.success else min(float(outcome.progress), 0.999)
+def score(outcome: Outcome, reward: str = "progress") -> float:
+    """The reward that ranks a task's samples and gates the comparative analysis: ``success``
+    is 1 or 0 (BFCL's checker, the reward of ReMe's BFCL agent); ``progress`` is 1 for a
+    success, else the env's progress kept below 1 (AppWorld's passed / all tests, the reward of
+    ReMe's AppWorld agent)."""
+    if outcome.success:
+        return SUCCESS_SCORE
+    return 0.0 if reward == "success" else min(float(outcome.progress), 0.999)
 
 
 def render(trajectory: Trajectory, outcome: Outcome, max_chars: int, obs_chars: int) -> str:
@@ -109,15 +116,23 @@ def _strings(value: Any) -> list[str]:
     return [str(v).strip() for v in value if str(v).strip()][:8]
 
 
-def judge_verdict(raw: Any, min_score: float) -> bool | None:
-    """Keep (True) when the judge says valid with score >= ``min_score``; None if malformed."""
-    if not isinstance(raw, dict) or not isinstance(raw.get("valid"), bool):
-        return None
-    try:
-        value = float(raw.get("score"))
-    except (TypeError, ValueError):
-        return None
-    return bool(raw["valid"]) and value >= min_score
+LENIENT_VALID, LENIENT_SCORE = True, 0.5  # ReMe's validation op: what a reply lacks
+
+
+def judge_verdict(raw: Any, min_score: float, lenient: bool = False) -> tuple[bool, bool]:
+    """(keep, malformed): keep when the judge says valid with score >= ``min_score``. A reply
+    without a verdict (not a JSON object, or missing or mistyped ``valid`` / ``score``) is
+    malformed; ``lenient`` (ReMe's validation op) reads what it lacks as valid with score 0.5,
+    otherwise a malformed reply keeps nothing."""
+    answer = raw if isinstance(raw, dict) else {}
+    valid, value = answer.get("valid"), answer.get("score")
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    malformed = not isinstance(valid, bool) or not number
+    if malformed and not lenient:
+        return False, True
+    valid = valid if isinstance(valid, bool) else LENIENT_VALID
+    value = float(value) if number else LENIENT_SCORE
+    return bool(valid) and value >= min_score, malformed
 
 
 def rerank_order(raw: Any, n: int) -> list[int] | None:
@@ -133,4 +148,16 @@ def rerank_order(raw: Any, n: int) -> list[int] | None:
 
 
 def numbered(experiences: Sequence[Experience]) -> str:
-    return "\n".join(f"{i}. {e.render()}" for i, e in enumerate(experiences, 1))
+    """``Experience i:`` blocks (:meth:`Experience.render`), numbered from 1."""
+    return "\n".join(e.render(i) for i, e in enumerate(experiences, 1))
+
+
+_BLOCK = re.compile(
+    r"^Experience \d+:\n When to use: (.*?)\n Content: (.*?)\n(?=\nExperience \d+:\n|\Z)",
+    re.DOTALL | re.MULTILINE,
+)
+
+
+def parse_numbered(text: str) -> list[tuple[str, str]]:
+    """(when to use, content) of each block :func:`numbered` wrote into ``text``."""
+    return [(m.group(1), m.group(2)) for m in _BLOCK.finditer(text)]
