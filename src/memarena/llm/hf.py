@@ -43,8 +43,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -59,6 +57,7 @@ from transformers import (
 )
 
 from memarena.core import runtime
+from memarena.core.cache_build import build_once
 from memarena.core.errors import ConfigError
 from memarena.core.llm_types import ChatRequest, Completion
 from memarena.llm.base import BackboneBase, json_matches_schema, plain
@@ -156,16 +155,10 @@ def load_model(
 def _load(source: ModelSource, dtype, converted_dir, trust_remote_code) -> tuple[Any, Any]:
     if source.gguf_file and converted_dir:
         folder = _converted_folder(source, Path(converted_dir).expanduser())
-        if not (folder / _DONE).is_file():
-            log.info(
-                "reading %s/%s once; a safetensors copy goes to %s",
-                source.ref,
-                source.gguf_file,
-                folder,
-            )
-            model, tokenizer = _from_pretrained(source, torch.float32, trust_remote_code)
-            if not _save_converted(model, tokenizer, folder, source.identity()):
-                return model.to(dtype), tokenizer
+        written, read = _ensure_converted(source, folder, trust_remote_code)
+        if not written:  # no copy could be written: use the GGUF weights
+            model, tokenizer = read or _from_pretrained(source, torch.float32, trust_remote_code)
+            return model.to(dtype), tokenizer
         local = ModelSource(str(folder), None, True)
         return _from_pretrained(local, dtype, trust_remote_code)
     return _from_pretrained(source, dtype, trust_remote_code)
@@ -179,14 +172,11 @@ def local_weights(model: str, gguf_file: str | None, converted_dir: str | Path) 
     if not source.gguf_file:
         return source.ref
     folder = _converted_folder(source, Path(converted_dir).expanduser())
-    if not (folder / _DONE).is_file():
-        log.info("converting %s/%s once to safetensors in %s", source.ref, source.gguf_file, folder)
-        model_obj, tokenizer = _from_pretrained(source, torch.float32, False)
-        if not _save_converted(model_obj, tokenizer, folder, source.identity()):
-            raise ConfigError(
-                f"memarena: could not write the converted copy of {model} to {folder}; set "
-                "backbone.converted_dir to a writable folder."
-            )
+    if not _ensure_converted(source, folder, False)[0]:
+        raise ConfigError(
+            f"memarena: could not write the converted copy of {model} to {folder}; set "
+            "backbone.converted_dir to a writable folder."
+        )
     return str(folder)
 
 
@@ -196,28 +186,47 @@ def _converted_folder(source: ModelSource, converted_dir: Path) -> Path:
     return converted_dir / f"{Path(source.gguf_file or 'model').stem}-{digest}"
 
 
-def _save_converted(model, tokenizer, folder: Path, ident: str) -> bool:
-    """Write the dequantized model atomically (several processes may race); False on failure."""
-    tmp = folder.with_name(f".{folder.name}.tmp-{os.getpid()}")
+def _ensure_converted(
+    source: ModelSource, folder: Path, trust_remote_code: bool
+) -> tuple[bool, tuple[Any, Any] | None]:
+    """Make sure ``folder`` holds the verified safetensors copy of the GGUF ``source``: several
+    processes may ask at once, so one converts (under a lock, into a private folder renamed into
+    place, :func:`memarena.core.cache_build.build_once`) and the others wait and reuse it; a copy
+    that does not verify against its manifest is rebuilt. Returns (whether the copy is in place,
+    the (model, tokenizer) read from the GGUF on the way, if any)."""
+    read: list[tuple[Any, Any]] = []
+
+    def convert(tmp: Path) -> None:
+        log.info("converting %s/%s once to safetensors in %s", source.ref, source.gguf_file, folder)
+        model, tokenizer = _from_pretrained(source, torch.float32, trust_remote_code)
+        read.append((model, tokenizer))
+        _save_converted(model, tokenizer, tmp, source.identity())
+
     try:
-        # the GGUF "quantizer" only dequantized at load time: the weights are plain tensors
-        model.hf_quantizer = None
-        if hasattr(model.config, "quantization_config"):
-            del model.config.quantization_config
-        model.save_pretrained(tmp)
-        tokenizer.save_pretrained(tmp)
-        (tmp / _DONE).write_text(ident + "\n")
-        try:
-            tmp.rename(folder)
-        except OSError:  # another process finished first
-            shutil.rmtree(tmp, ignore_errors=True)
-        return (folder / _DONE).is_file()
+        build_once(
+            folder,
+            convert,
+            what=f"the converted weights of {source.ref}",
+            # a copy from before manifests: written atomically with _DONE last, so complete
+            adopt=lambda f: (f / _DONE).is_file() and any(f.glob("*.safetensors")),
+        )
     except (OSError, ValueError, RuntimeError) as err:
         log.warning(
             "could not write a converted copy to %s (%s); loading from GGUF each time", folder, err
         )
-        shutil.rmtree(tmp, ignore_errors=True)
-        return False
+        return False, (read[0] if read else None)
+    return True, None
+
+
+def _save_converted(model, tokenizer, tmp: Path, ident: str) -> None:
+    """Write the dequantized model into the (private) folder ``tmp``."""
+    # the GGUF "quantizer" only dequantized at load time: the weights are plain tensors
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    model.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    (tmp / _DONE).write_text(ident + "\n")
 
 
 def _from_pretrained(source: ModelSource, dtype, trust_remote_code: bool) -> tuple[Any, Any]:
@@ -452,6 +461,7 @@ class HFBackbone(BackboneBase):
         chat_template_kwargs: dict[str, Any] | None = None,
         trust_remote_code: bool = False,
         prefix_cache_tokens: int = 32768,
+        enable_thinking: bool | None = None,
         tools_template: str | None = None,
         decode_weights: str = "float",
     ) -> None:
@@ -467,6 +477,8 @@ class HFBackbone(BackboneBase):
         self.batch_size = int(batch_size)
         self.max_new_tokens = int(max_new_tokens)
         self.chat_template_kwargs = plain(chat_template_kwargs or {})
+        if enable_thinking is not None:  # Qwen3's template switch, as the vllm engine's; wins
+            self.chat_template_kwargs["enable_thinking"] = bool(enable_thinking)
         self.prefix_cache_tokens = max(0, int(prefix_cache_tokens))
         self.decode_weights = str(decode_weights)
         if self.decode_weights not in DECODE_WEIGHTS:

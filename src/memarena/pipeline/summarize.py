@@ -109,8 +109,10 @@ def flags_of(parts: Parts, metrics: dict[str, Any]) -> list[str]:
     docstring); tables and notebooks show them beside ``n_tasks``."""
     protocol, env, out = parts.protocol, parts.env, []
     eval_cap, train_cap = protocol.max_eval_tasks, protocol.max_train_tasks
+    # the train split only when the run used it: a memory that does not learn (method=none)
+    # never asked for it, and an env may not have one (an AppWorld root with only test data)
     if (eval_cap is not None and eval_cap < len(env.tasks(protocol.eval_split))) or (
-        train_cap and train_cap < len(env.tasks(protocol.train_split))
+        train_cap and parts.memory.learns and train_cap < len(env.tasks(protocol.train_split))
     ):
         out.append("capped")
     if not parts.policy.is_llm:

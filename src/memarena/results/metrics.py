@@ -5,7 +5,9 @@ uninterrupted run's. One record counts per episode (agent, run, task): when a ke
 than once (a retried error episode, a redone part-written chunk, or two processes that wrote
 into one folder before the run lock existed), the last one written counts and the others are
 reported as ``retried_records`` (the superseded copy ended with status error) or
-``duplicate_records`` (anything else); they are never counted twice.
+``duplicate_records`` (anything else); they are never counted twice. Sums do not follow file
+order: the counted records are taken in (task id, run, agent) order and float sums use
+``math.fsum``, so a run extended or resumed in another order has bit-identical metrics.
 
 Definitions (every evaluated episode counts, errors included, as a failure):
 
@@ -24,6 +26,9 @@ Definitions (every evaluated episode counts, errors included, as a failure):
   its malformed answers by kind during evaluation;
 - ``invalid_reply_rate``: the agent's replies it could not act on / steps (see
   ``EpisodeRecord.invalid_replies``);
+- ``replies_at_cap``: the agent's free-text replies whose length reached the reply cap
+  (cut by it, e.g. a thinking model's reasoning; the runner's ``details["replies_at_cap"]``
+  of each episode, 0 for a non-LLM agent), and ``replies_at_cap_rate`` = that / steps;
 - ``runs``: number of evaluation runs k per repetition; when k > 1, ``avg_at_k`` = mean over
   the k runs of each run's success rate and ``pass_at_k`` = fraction of tasks that succeeded in
   at least one run (ReMe's Avg@k and Pass@k);
@@ -41,6 +46,7 @@ Definitions (every evaluated episode counts, errors included, as a failure):
 from __future__ import annotations
 
 import logging
+import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -56,9 +62,14 @@ def _rates(records: Sequence[EpisodeRecord]) -> dict[str, float]:
     n = len(records)
     return {
         "success_rate": sum(bool(r.success) for r in records) / n,
-        "progress_rate": sum(float(r.progress) for r in records) / n,
+        "progress_rate": math.fsum(float(r.progress) for r in records) / n,
         "n_episodes": n,
     }
+
+
+def _order(r: EpisodeRecord) -> tuple[str, int, str]:
+    """The order sums take the records in: task id, run, agent."""
+    return str(r.task_id), int(r.run or 0), str(r.agent or "")
 
 
 def compute_metrics(
@@ -78,7 +89,8 @@ def compute_metrics(
         written = as_records(list(records))
     except ValueError as err:
         raise ValueError(f"compute_metrics: {err}") from None
-    recs = list({r.key: r for r in written}.values())  # the last record of each episode
+    # the last record of each episode, in a fixed order (not the file's)
+    recs = sorted({r.key: r for r in written}.values(), key=_order)
     kept = {id(r) for r in recs}
     superseded = [r for r in written if id(r) not in kept]
 
@@ -97,7 +109,9 @@ def compute_metrics(
         "duplicate_records": sum(r.status != "error" for r in superseded),
         "invalid_reply_rate": sum(r.invalid_replies for r in recs)
         / max(sum(int(r.steps) for r in recs), 1),
+        "replies_at_cap": sum(int((r.details or {}).get("replies_at_cap", 0)) for r in recs),
     }
+    out["replies_at_cap_rate"] = out["replies_at_cap"] / max(sum(int(r.steps) for r in recs), 1)
     out.update(memory_costs(recs, written))
     out["tokens_per_task"] = (sum(int(r.tokens) for r in recs) + out["memory_tokens"]) / n
 
@@ -133,8 +147,8 @@ def memory_costs(
         words += int(cost.get("words", 0))
         add_into(spent, {"usage": cost.get("usage"), "fallbacks": cost.get("fallbacks")})
     updates = {(r.agent, r.run, r.update): r.update_cost for r in written if r.update_cost}
-    for cost in updates.values():
-        add_into(spent, cost)
+    for key in sorted(updates, key=lambda k: (str(k[0] or ""), int(k[1] or 0), k[2] or 0)):
+        add_into(spent, updates[key])
     usage = spent.get("usage", {})
     return {
         "retrieval_calls": calls,
@@ -174,9 +188,9 @@ def _repetitions(records: list[EpisodeRecord], per_rep: int | None) -> dict[str,
     ]
     for name in ("avg_at_k", "pass_at_k"):
         xs = [v[name] for v in values]
-        mean = sum(xs) / len(xs)
+        mean = math.fsum(xs) / len(xs)
         out[name] = mean
-        out[f"{name}_std"] = (sum((x - mean) ** 2 for x in xs) / len(xs)) ** 0.5
+        out[f"{name}_std"] = (math.fsum((x - mean) ** 2 for x in xs) / len(xs)) ** 0.5
     out["at_k_repetitions"] = values
     return out
 
@@ -184,7 +198,7 @@ def _repetitions(records: list[EpisodeRecord], per_rep: int | None) -> dict[str,
 def _at_k(records: list[EpisodeRecord], by_run: dict[int, list]) -> dict[str, float]:
     """ReMe's Avg@k (mean of the per-run success rates) and Pass@k (any run succeeded)."""
     k = len(by_run)
-    avg_at_k = sum(_rates(rs)["success_rate"] for rs in by_run.values()) / k
+    avg_at_k = math.fsum(_rates(rs)["success_rate"] for rs in by_run.values()) / k
     any_success: dict[str, bool] = defaultdict(bool)
     for r in records:
         any_success[r.task_id] |= bool(r.success)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memarena.core.cache_build import CacheInvalid, build_once
 from memarena.core.progress import Progress
 from memarena.envs.alfworld.scenes import (
     LAMP,
@@ -290,14 +291,40 @@ def generate_suite(spec: SuiteSpec, root: Path, workers: int = 1) -> Path:
 
     Candidates are built in a fixed order and checked by the expert in batches (``workers``
     processes); they are accepted in candidate order, so the suite does not depend on
-    ``workers``.
+    ``workers``. Several processes may ask for one suite at once: one builds it (under a lock,
+    into a private folder renamed into place), the others wait and reuse it; a cached suite is
+    used only when its manifest and ``suite.json``'s game list verify, else it is rebuilt.
     """
-    out = root / spec.key()
-    if (out / "suite.json").exists():
-        return out
-    tmp = root / f".{spec.key()}.partial"
-    if tmp.exists():
-        shutil.rmtree(tmp)
+    out = Path(root) / spec.key()
+    return build_once(
+        out,
+        lambda tmp: _build_suite(spec, tmp, out, workers),
+        what="the household suite",
+        check=check_suite,
+    )
+
+
+def check_suite(folder: Path) -> None:
+    """Raise :class:`CacheInvalid` unless every game ``suite.json`` lists has its files."""
+    path = folder / "suite.json"
+    try:
+        games = json.loads(path.read_text())["games"]
+        listed = [g for split in SPLITS for g in games[split]]
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise CacheInvalid(
+            f"{path} is missing or unreadable ({type(err).__name__}: {err})"
+        ) from None
+    for game in listed:
+        for name in ("game.tw-pddl", "traj_data.json"):
+            if not (folder / game / name).is_file():
+                raise CacheInvalid(
+                    f"{path} lists {game} but {folder / game / name} is missing "
+                    f"({len(listed)} games listed)"
+                )
+
+
+def _build_suite(spec: SuiteSpec, tmp: Path, out: Path, workers: int) -> None:
+    tmp.mkdir(parents=True)
     counts = {
         "train": spec.n_train,
         "valid_seen": spec.n_valid_seen,
@@ -400,10 +427,6 @@ def generate_suite(spec: SuiteSpec, root: Path, workers: int = 1) -> Path:
     (tmp / "suite.json").write_text(
         json.dumps({"spec": spec.__dict__, "games": manifest, "rejected": rejected}, indent=1)
     )
-    if out.exists():
-        shutil.rmtree(out)
-    tmp.rename(out)
-    return out
 
 
 def job_seed(game_dir: Path, batch: list) -> str:

@@ -14,7 +14,9 @@ itself holds, so the real environment server can run tasks end to end offline:
 
 The six tasks are questions about the supervisor answered with ``apis.supervisor`` (a pipeline
 check, not AppWorld's benchmark: results go under ``appworld_smoke``). Imports nothing from
-memarena.
+memarena but its standard-library ``core/cache_build.py``, loaded by path: several jobs starting
+at once build the root once (locked, in a private folder renamed into place), and a root that
+does not verify against its manifest is rebuilt.
 
     .venv-appworld/bin/python smoke_root.py OUT_DIR
 """
@@ -23,7 +25,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sqlite3
 import sys
 
@@ -127,16 +128,34 @@ def build(out: str) -> None:
     write(os.path.join(data, ".memarena_smoke"), "built by memarena smoke_root.py\n")
 
 
+def cache_build():
+    """memarena's ``core/cache_build.py`` (standard library only), loaded by path: this script
+    runs in AppWorld's venv, where memarena is not installed."""
+    import importlib.util
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    path = os.path.join(here, os.pardir, os.pardir, "core", "cache_build.py")
+    spec = importlib.util.spec_from_file_location("memarena_cache_build", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def main() -> int:
     if len(sys.argv) != 2:
         print(__doc__, file=sys.stderr)
         return 2
     out = os.path.abspath(sys.argv[1])
-    tmp = out + ".tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
-    build(tmp)
-    shutil.rmtree(out, ignore_errors=True)
-    os.replace(tmp, out)
+    cb = cache_build()
+
+    def check(folder) -> None:
+        marker = os.path.join(folder, "data", ".memarena_smoke")
+        if not os.path.isfile(marker):
+            raise cb.CacheInvalid(f"{marker} is missing")
+
+    # several jobs may start at once: one builds (locked, private folder renamed into place),
+    # the others wait and reuse it; a root that does not verify is rebuilt
+    cb.build_once(out, lambda tmp: build(str(tmp)), what="the AppWorld smoke root", check=check)
     print(f"AppWorld smoke root: {out} ({len(TASKS)} tasks)")
     return 0
 

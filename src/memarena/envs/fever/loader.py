@@ -104,7 +104,20 @@ def memco_records(
         for lineno, line in enumerate(fh, 1):
             if not line.strip():
                 continue
-            row = json.loads(line)
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise ConfigError(
+                    f"memarena: {path}:{lineno} is not valid JSON ({err.msg} at column "
+                    f"{err.colno}); a partition file has one {{id, split, ab_domain}} per line."
+                ) from None
+            if not isinstance(row, dict):
+                raise ConfigError(f"memarena: {path}:{lineno} is not a JSON object.")
+            if not isinstance(row.get("ab_domain"), str) or not row["ab_domain"]:
+                raise ConfigError(
+                    f"memarena: {path}:{lineno}, field ab_domain: is {row.get('ab_domain')!r}; "
+                    "a partition row is {id, split, ab_domain} with ab_domain e.g. A_film_tv."
+                )
             if row.get("split") not in out or row.get("id") not in claims:
                 raise ConfigError(
                     f"memarena: {path}:{lineno}: id {row.get('id')!r} (split "

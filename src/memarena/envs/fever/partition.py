@@ -78,11 +78,18 @@ def read_claims(path: str | Path) -> list[dict]:
         )
     claims: list[dict] = []
     seen: dict[int, int] = {}
-    with path.open(encoding="utf-8") as handle:
-        for lineno, line in enumerate(handle, 1):
+    with path.open("rb") as handle:
+        for lineno, raw in enumerate(handle, 1):
+            where = f"{path}, line {lineno}"
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as err:
+                raise ConfigError(
+                    f"memarena: {where} is not UTF-8 text (byte {raw[err.start]:#04x} at column "
+                    f"{err.start + 1}): a binary or corrupt file? Give an official FEVER jsonl."
+                ) from None
             if not line.strip():
                 continue
-            where = f"{path}, line {lineno}"
             try:
                 record = json.loads(line)
             except json.JSONDecodeError as err:
@@ -107,6 +114,7 @@ def read_claims(path: str | Path) -> list[dict]:
                 )
             if not isinstance(record["claim"], str) or not record["claim"].strip():
                 raise ConfigError(f"memarena: {where} has an empty or non-text claim.")
+            _check_evidence(record.get("evidence"), where)
             if record["id"] in seen:
                 raise ConfigError(
                     f"memarena: {where} repeats id {record['id']} (first on line "
@@ -466,6 +474,36 @@ def partition_counts(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, i
 
 
 # --------------------------------------------------------------------------- comparison
+
+
+def _check_evidence(evidence: Any, where: str) -> None:
+    """ConfigError naming the field unless ``evidence`` is absent/null or FEVER's list of
+    evidence sets, each a list of [annotation id, evidence id, page title or null, sentence id
+    or null]."""
+    if evidence is None:
+        return
+    shape = (
+        "FEVER's evidence is a list of evidence sets, each a list of [annotation_id, "
+        "evidence_id, page title or null, sentence id or null]"
+    )
+    if not isinstance(evidence, list):
+        raise ConfigError(
+            f"memarena: {where}, field evidence: is {type(evidence).__name__}, not a list; {shape}."
+        )
+    for i, group in enumerate(evidence):
+        if not isinstance(group, list):
+            raise ConfigError(
+                f"memarena: {where}, field evidence[{i}]: is {group!r:.60}, not a list; {shape}."
+            )
+        for j, item in enumerate(group):
+            if (
+                not isinstance(item, list)
+                or len(item) != 4
+                or not (item[2] is None or isinstance(item[2], str))
+            ):
+                raise ConfigError(
+                    f"memarena: {where}, field evidence[{i}][{j}]: is {item!r:.60}; {shape}."
+                )
 
 
 MEMCO_FILES = ("fever_ab_train_A_v3.jsonl", "fever_ab_train_B_v3.jsonl", "fever_ab_test_v3.jsonl")

@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from pyperplan.pddl.parser import Parser
+
 from memarena.core.errors import ConfigError
 from memarena.envs.pddl.render import natural_key
 from memarena.envs.pddl.simulator import load_problem
@@ -43,6 +45,39 @@ def _domain_file(root: Path, domain: str) -> tuple[str, Path] | None:
 
 
 ORDERS = ("natural", "lexicographic")
+
+
+def read_pddl(path: Path, kind: str) -> str:
+    """The text of a PDDL ``kind`` (domain/problem) file; ConfigError naming the file when it is
+    not UTF-8 text (a binary or corrupt file)."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ConfigError(
+            f"memarena: the PDDL {kind} file {path} (env.problems_dir) is not text: byte "
+            f"{data[err.start]:#04x} at offset {err.start} is not UTF-8 (a binary or corrupt "
+            f"file?). Replace it with the plain-text PDDL {kind}."
+        ) from None
+
+
+def check_domain(path: Path, text: str) -> None:
+    """ConfigError naming the domain file when it does not parse on its own (a truncated or
+    broken domain is not blamed on the first problem parsed with it)."""
+    if not text.strip():
+        raise ConfigError(
+            f"memarena: the PDDL domain file {path} (env.problems_dir) is empty. Replace it with "
+            "the domain's PDDL."
+        )
+    parser = Parser(None)
+    parser.domInput = text
+    try:
+        parser.parse_domain(read_from_file=False)
+    except Exception as exc:  # pyperplan raises a mix of ParseError, SemanticError, ...
+        raise ConfigError(
+            f"memarena: the PDDL domain file {path} (env.problems_dir) does not parse: "
+            f"{type(exc).__name__}: {exc}. Is it truncated? Replace it with the full domain."
+        ) from None
 
 
 def load_folder(
@@ -72,7 +107,8 @@ def load_folder(
                 f"Add it, or drop {domain} from env.domains."
             )
         folder_name, domain_file = found
-        domain_pddl = domain_file.read_text(encoding="utf-8")
+        domain_pddl = read_pddl(domain_file, "domain")
+        check_domain(domain_file, domain_pddl)
         key = (lambda p: natural_key(p.name)) if order == "natural" else (lambda p: p.name)
         files = sorted((root / folder_name).glob("*.pddl"), key=key)
         if not files:
@@ -82,12 +118,18 @@ def load_folder(
             )
         problems = []
         for f in files:
-            text = f.read_text(encoding="utf-8")
+            text = read_pddl(f, "problem")
+            if not text.strip():
+                raise ConfigError(
+                    f"memarena: the problem file {f} (env.problems_dir) is empty. Replace it with "
+                    f"the PDDL problem, or remove it."
+                )
             try:
                 load_problem(domain_pddl, text)
             except ValueError as exc:
                 raise ConfigError(
-                    f"memarena: {f} (env.problems_dir) does not parse: {exc}"
+                    f"memarena: the problem file {f} (env.problems_dir) does not parse with the "
+                    f"domain file {domain_file}: {exc}"
                 ) from None
             problems.append(ExternalProblem(domain, f"{folder_name}/{f.name}", domain_pddl, text))
         out[domain] = problems

@@ -13,7 +13,8 @@ brackets cleaned); otherwise it suggests up to five titles: first pages named ``
 (disambiguation-style), then the BM25 ranking over title + first paragraph. Page texts are not
 held in memory: each page is read from its file by byte offset, so a large dump fits. The index
 (titles, offsets, BM25 matrices) is saved under ``cache_dir`` keyed by the files' paths, sizes
-and modification times, and reused by later runs.
+and modification times, and reused by later runs (built once under a lock when several jobs
+share ``cache_dir``; an index whose manifest does not verify is rebuilt).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from memarena.core.cache_build import build_once
 from memarena.core.errors import ConfigError
 from memarena.core.types import Task
 from memarena.envs.wiki.backends import SearchResult, clean_text, clean_title, title_key
@@ -91,6 +93,12 @@ def _iter_records(files_: list[Path]) -> Iterator[tuple[int, int, dict[str, Any]
                     continue
                 try:
                     record = json.loads(line)
+                except UnicodeDecodeError as err:
+                    raise ConfigError(
+                        f"memarena: {file}:{lineno} is not UTF-8 text (byte "
+                        f"{line[err.start]:#04x} at column {err.start + 1}): a binary or corrupt "
+                        "file? Each line of a wiki corpus is one JSON page."
+                    ) from None
                 except json.JSONDecodeError as err:
                     raise ConfigError(
                         f"memarena: {file}:{lineno} is not valid JSON ({err.msg}); each line of a "
@@ -98,7 +106,34 @@ def _iter_records(files_: list[Path]) -> Iterator[tuple[int, int, dict[str, Any]
                     ) from None
                 if not isinstance(record, dict):
                     raise ConfigError(f"memarena: {file}:{lineno} is not a JSON object.")
+                check_page_record(record, f"{file}:{lineno}")
                 yield file_id, here, record
+
+
+def check_page_record(record: dict[str, Any], where: str) -> None:
+    """ConfigError naming ``where`` and the field when a page record's field has the wrong
+    type (see the module doc for the accepted shapes)."""
+    expected = {
+        "title": (str, "text"),
+        "id": ((str, int), "text or an int"),
+        "text": (str, "text"),
+        "lines": (str, "text (FEVER's tab-separated lines)"),
+    }
+    for key, (types, what) in expected.items():
+        value = record.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, types)):
+            raise ConfigError(
+                f"memarena: {where}, field {key}: is {value!r:.60}, not {what}. Each line of a "
+                'wiki corpus is one page such as {"title": ..., "text": ...}.'
+            )
+    sentences = record.get("sentences")
+    if sentences is not None and (
+        not isinstance(sentences, list) or not all(isinstance(x, str) for x in sentences)
+    ):
+        raise ConfigError(
+            f"memarena: {where}, field sentences: is {sentences!r:.60}, not a list of sentence "
+            'strings (HotpotQA-style pages are {"title": ..., "sentences": [...]}).'
+        )
 
 
 def _first_paragraph(text: str) -> str:
@@ -213,10 +248,24 @@ class LocalWiki:
             )
         self._files = corpus_files(path)
         folder = self._cache_folder(cache_dir, title_weight)
-        if folder is not None and (folder / "COMPLETE").exists():
+        if folder is None:
+            self.index = self._build_index(path, title_weight)
+            return
+        built: list[_Index] = []
+
+        def build(tmp: Path) -> None:
+            built.append(self._build_index(path, title_weight))
+            built[0].save(tmp)
+
+        # several jobs may share cache_dir: one builds under a lock, the others reuse its index
+        build_once(folder, build, what="the wiki index")
+        if built:
+            self.index = built[0]
+        else:
             self.index = _Index.load(folder)
             log.info("wiki: loaded index of %d pages from %s", len(self.index.titles), folder)
-            return
+
+    def _build_index(self, path: str, title_weight: int) -> _Index:
         titles, docs, locs = [], [], []
         for file_id, offset, record in _iter_records(self._files):
             page = page_from_record(record)
@@ -227,10 +276,9 @@ class LocalWiki:
         if not titles:
             raise ConfigError(f"memarena: env.wiki.path={path!r} holds no pages with text.")
         locations = np.asarray(locs, dtype=np.int64).reshape(-1, 2)
-        self.index = _Index.build(titles, docs, locations, title_weight)
+        index = _Index.build(titles, docs, locations, title_weight)
         log.info("wiki: indexed %d pages from %d file(s)", len(titles), len(self._files))
-        if folder is not None:
-            self.index.save(folder)
+        return index
 
     def _cache_folder(self, cache_dir: str | None, title_weight: int) -> Path | None:
         if not cache_dir:
