@@ -61,7 +61,9 @@ def command_line_overrides(argv: list[str]) -> list[str]:
 
 
 def precheck(argv: list[str], conf_dir: Path) -> list[str]:
-    """Exit with a one-paragraph message when the overrides name a bad choice or key; return
+    """Exit with a one-paragraph message when the overrides name a bad choice or key, or give
+    a value of the wrong type (``seed=abc``, ``method.threshold=abc``: checked against the
+    annotation of the parameter that takes it, before any run folder exists); return
     the arguments with group shorthands expanded (``env.wiki=local`` -> ``env/wiki=local``)
     and, in a sweep, a key that only some jobs' configs have forced (``++method.k_local=3``:
     :func:`drop_keys_not_taken` removes it again in the jobs whose part does not take it).

@@ -3,7 +3,10 @@
 ``python run.py method=nope`` or ``protocol.concurency=4`` should end with a message that names
 the bad choice or key and lists what is valid, not with a traceback. We parse the command-line
 overrides with Hydra's own parser, check every group choice (all values of a sweep) against the
-files in ``conf/``, then compose once to catch unknown keys.
+files in ``conf/``, then compose once to catch unknown keys and values of the wrong type
+(:mod:`memarena.pipeline.validate`; ``seed=abc``, ``method.threshold=abc``); the command-line
+values the composed job does not hold (a sweep's other values, the keys of other swept group
+choices' targets) are type-checked against each job's target too.
 """
 
 from __future__ import annotations
@@ -170,7 +173,7 @@ def plan_overrides(overrides: list[str], conf_dir: Path = CONF_DIR, multirun: bo
         checked = [o for o in first_values if o not in partial]
         with initialize_config_dir(config_dir=str(conf_dir), version_base=None):
             cfg = compose(config_name="config", overrides=checked, return_hydra_config=True)
-        plan.error = _strict_keys(cfg, checked, conf_dir)
+        plan.error = _strict_keys(cfg, checked, conf_dir) or _sweep_types(key_overrides, combos)
         if not multirun and plan.error is None:
             plan.notes.extend(_sweep_without_multirun(cfg))
     except (HydraException, OmegaConfBaseException) as exc:
@@ -222,6 +225,28 @@ def _key_in_jobs(key: str, combos: list[tuple[str, DictConfig]]) -> tuple[str | 
         f"memarena: {key} applies only to the jobs with {' / '.join(having)}; the jobs with "
         f"{' / '.join(lacking)} do not have the key and run without it."
     )
+
+
+def _sweep_types(
+    key_overrides: list[tuple[Override, str]], combos: list[tuple[str, DictConfig]]
+) -> str | None:
+    """The type error of a command-line value that the first job does not show: a sweep's
+    other values (``seed=0,abc``), or a key of the jobs of other group choices
+    (``method=none,memco method.threshold=abc``), checked against each job's target."""
+    from memarena.pipeline.validate import key_type_error
+
+    for ov, _ in key_overrides:
+        try:
+            values = list(ov.sweep_iterator()) if ov.is_sweep_override() else [ov.value()]
+        except Exception:  # a sweep the parser cannot list (an optuna interval): not checked
+            continue
+        for _, combo in combos:
+            error = key_type_error(
+                combo, ov.key_or_group, values, f"on the command line: {ov.input_line}"
+            )
+            if error:
+                return error
+    return None
 
 
 def _sweep_without_multirun(cfg: DictConfig) -> list[str]:

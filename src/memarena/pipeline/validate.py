@@ -9,18 +9,32 @@ the top level against the config groups. A key nobody takes (a typo in ``conf/me
 an ablation file, an experiment file or ``+method.treshold=0.9`` on the command line) ends the
 run with one message naming the key, the file it came from when that is known, and the valid
 keys. Without this check a misspelled key runs the experiment with the default value.
+
+Then every value is checked against its type: the top-level ``seed`` and ``experiment_name``,
+and each key of a target node against the annotation of the parameter that takes it
+(:func:`fits`: ``int``, ``float``, ``bool``, ``str``, ``X | None``, ``Literal``, ``list[...]``,
+``dict[...]`` / ``Mapping``, unions; an unannotated, ``Any`` or unknown annotation passes).
+``method.threshold=abc`` ends the run with one message naming the key, the value and the type,
+like a bad protocol value, instead of an error from inside the constructor. A value whose
+interpolation cannot resolve here (``${hydra:...}`` in the pre-check) is not checked.
 """
 
 from __future__ import annotations
 
+import collections.abc as abc
 import difflib
+import functools
 import inspect
-from collections.abc import Iterator, Mapping, Sequence
-from pathlib import Path
+import os
+import types
+import typing
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path, PurePath
 from typing import Any
 
 from hydra.utils import get_object
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from memarena.core import ConfigError
 from memarena.pipeline.protocol import ProtocolSettings
@@ -49,6 +63,8 @@ TOP_LEVEL = frozenset(
 ABLATION_KEYS = ("name", "method", "requires")
 REPORT_KEYS = ("paper", "tables")
 MEMORY_BACKBONE_KEYS = ("same_as_agent", "fallback")
+# the types of the top-level values (the other top-level keys are groups)
+TOP_LEVEL_TYPES: dict[str, Any] = {"seed": int, "experiment_name": str}
 CONF_DIR = Path(__file__).resolve().parents[3] / "conf"
 
 
@@ -59,15 +75,22 @@ def accepted_keys(target: str) -> tuple[list[str] | None, str]:
     if not inspect.isclass(obj):
         return _named(inspect.signature(obj)), name
     keys: list[str] = []
-    for klass in obj.__mro__:
-        init = klass.__dict__.get("__init__")
-        if init is None or klass is object:
-            continue
-        sig = inspect.signature(init)
-        keys += [k for k in _named(sig, skip_self=True) or [] if k not in keys]
-        if not any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
-            return keys, name
+    for init in _inits(obj):
+        keys += [k for k in _named(inspect.signature(init), skip_self=True) or [] if k not in keys]
     return keys, name
+
+
+def _inits(klass: type) -> Iterator[Callable]:
+    """The ``__init__`` of each class along the MRO of ``klass``, up to the first that does not
+    pass ``**kwargs`` on."""
+    for base in klass.__mro__:
+        init = base.__dict__.get("__init__")
+        if init is None or base is object:
+            continue
+        yield init
+        params = inspect.signature(init).parameters.values()
+        if not any(p.kind is p.VAR_KEYWORD for p in params):
+            return
 
 
 def _named(sig: inspect.Signature, skip_self: bool = False) -> list[str] | None:
@@ -94,6 +117,59 @@ def validate(cfg: DictConfig, choices: Mapping[str, Any] | None = None,
         )
     if "protocol" in cfg:  # types and ranges of the protocol's values
         ProtocolSettings.from_config(OmegaConf.to_container(cfg.protocol, resolve=True))
+    for full, value, hint, takes in _typed_values(cfg):
+        if not fits(value, hint):
+            source = find_source(full, choices or {}, overrides, conf_dir)
+            raise ConfigError(type_message(full, value, hint, takes, source))
+
+
+def type_message(full: str, value: Any, hint: Any, takes: str, source: str | None) -> str:
+    """The one paragraph for a value of the wrong type (the shape of a bad protocol value's)."""
+    group = full.split(".", 1)[0]
+    fix = (
+        f"Fix it {source}" if source
+        else f"Fix it on the command line or in conf/{group}/" if "." in full
+        else "Fix it on the command line or in conf/config.yaml"
+    )  # fmt: skip
+    quote = ""
+    if isinstance(value, (int, float)) and fits(str(value), hint):  # 2024 for a string
+        quote = f" (quote it to pass a string: {full}=\"'{value}'\")"
+    return (
+        f"memarena: {full}={value!r} must be {describe(hint)} ({takes}got "
+        f"{_type_name(value)}). {fix}{quote}; the run did not start."
+    )
+
+
+def key_type_error(cfg: DictConfig, key: str, values: Sequence[Any], source: str) -> str | None:
+    """The message for the first of ``values`` (a command-line key's values, a sweep's all of
+    them) that does not fit the type of ``key`` in ``cfg``, else None. A key that is not a
+    top-level value, a protocol key or a key of a target node, and a value that is an
+    interpolation, are not checked here."""
+    parent_path, _, leaf = key.rpartition(".")
+    parent = OmegaConf.select(cfg, parent_path) if parent_path else None
+    if not parent_path:
+        if key not in TOP_LEVEL_TYPES:
+            return None
+        hint, takes = TOP_LEVEL_TYPES[key], ""
+    elif parent_path == "protocol":
+        hints = typing.get_type_hints(ProtocolSettings)
+        if leaf not in hints:
+            return None
+        hint, takes = hints[leaf], ""
+    elif isinstance(parent, DictConfig) and "_target_" in parent:
+        params = param_annotations(str(parent._target_))
+        if leaf not in params or leaf in HYDRA_KEYS:
+            return None
+        hint, text = params[leaf]
+        takes = f"{accepted_keys(str(parent._target_))[1]} takes {leaf}: {text}; "
+    else:
+        return None
+    for value in values:
+        if isinstance(value, str) and "${" in value:
+            continue
+        if not fits(value, hint):
+            return type_message(key, value, hint, takes, source)
+    return None
 
 
 def _problems(cfg: DictConfig) -> Iterator[tuple[str, str, list[str], str]]:
@@ -121,20 +197,31 @@ def _plain(node: Any, path: str, valid: list[str], owner: str):
             yield path, str(key), valid, owner
 
 
-def _target_node(node: DictConfig, path: str, injected: frozenset[str] = frozenset()):
+def _target_node(top: DictConfig, group: str, skip: frozenset[str] = frozenset()):
+    for path, node, keys, name, injected in _target_nodes(top, group, skip):
+        owner = f"{path} ({name})"
+        for key in node:
+            key = str(key)
+            if key in HYDRA_KEYS or keys is None:
+                continue
+            if key not in keys or key in injected:
+                yield path, key, sorted(k for k in keys if k not in injected), owner
+
+
+def _target_nodes(node: Any, path: str, injected: frozenset[str] = frozenset()):
+    """(path, node, the keys its target takes or None, the target's name, injected keys) for
+    ``node`` when it has a ``_target_`` and for each such node inside it (``env.wiki``)."""
     if not isinstance(node, DictConfig) or "_target_" not in node:
         return
     keys, name = accepted_keys(str(node._target_))
-    owner = f"{path} ({name})"
+    yield path, node, keys, name, injected
     for key in node:
         key = str(key)
-        if key in HYDRA_KEYS:
+        if key in HYDRA_KEYS or (keys is not None and key not in keys) or key in injected:
             continue
-        value = node[key] if not OmegaConf.is_missing(node, key) else None
-        if keys is not None and (key not in keys or key in injected):
-            yield path, key, sorted(k for k in keys if k not in injected), owner
-        elif isinstance(value, DictConfig) and "_target_" in value:
-            yield from _target_node(value, f"{path}.{key}")
+        value = node._get_node(key)  # the child node, interpolations not resolved
+        if isinstance(value, DictConfig) and "_target_" in value:
+            yield from _target_nodes(value, f"{path}.{key}")
 
 
 def _memory_backbone(node: DictConfig):
@@ -145,6 +232,184 @@ def _memory_backbone(node: DictConfig):
         return
     plain = {k: node[k] for k in node if k not in MEMORY_BACKBONE_KEYS}
     yield from _target_node(OmegaConf.create(plain), "memory_backbone")
+
+
+# --------------------------------------------------------------------------------------------
+# value types
+
+
+def _typed_values(cfg: DictConfig) -> Iterator[tuple[str, Any, Any, str]]:
+    """(full key, resolved value, the annotation it must fit, "X takes key: hint; ") for each
+    top-level value and each key of a target node; values that do not resolve are left out."""
+    for key, hint in TOP_LEVEL_TYPES.items():
+        if key in cfg:
+            ok, value = _resolved(cfg, key)
+            if ok:
+                yield key, value, hint, ""
+    nodes: list[tuple[str, Any, frozenset[str]]] = [
+        (g, cfg[g], INJECTED.get(g, frozenset()))
+        for g in ("method", "env", "backbone", "embedder", "logger")
+        if g in cfg and cfg[g] is not None
+    ]
+    mb = cfg.get("memory_backbone") if "memory_backbone" in cfg else None
+    if isinstance(mb, DictConfig):
+        if mb.get("same_as_agent", False):
+            nodes.append(("memory_backbone.fallback", mb.get("fallback"), frozenset()))
+        else:
+            nodes.append(("memory_backbone", mb, frozenset(MEMORY_BACKBONE_KEYS)))
+    for group, top, skip in nodes:
+        for path, node, _, name, injected in _target_nodes(top, group, skip):
+            hints = param_annotations(str(node._target_))
+            for key in node:
+                key = str(key)
+                if key in HYDRA_KEYS or key in injected or key not in hints:
+                    continue
+                hint, text = hints[key]
+                ok, value = _resolved(node, key)
+                if ok and not (isinstance(value, dict) and "_target_" in value):
+                    yield f"{path}.{key}", value, hint, f"{name} takes {key}: {text}; "
+
+
+def _resolved(node: DictConfig, key: str) -> tuple[bool, Any]:
+    """(True, the plain value of ``node[key]`` with interpolations resolved), or (False, None)
+    when it is missing (``???``) or does not resolve here."""
+    if OmegaConf.is_missing(node, key):
+        return False, None
+    try:
+        value = node[key]
+        if isinstance(value, (DictConfig, ListConfig)):
+            value = OmegaConf.to_container(value, resolve=True)
+    except OmegaConfBaseException:
+        return False, None
+    return True, value
+
+
+@functools.cache
+def param_annotations(target: str) -> dict[str, tuple[Any, str]]:
+    """{parameter: (its annotation, evaluated; the annotation as written)} for the keyword
+    arguments ``target`` takes (a class: the ``__init__`` along its MRO, as in
+    :func:`accepted_keys`; the first class that names a parameter gives its annotation). An
+    unannotated parameter, or one whose annotation does not evaluate (a name imported only for
+    type checkers), gets ``Any``."""
+    obj = get_object(target)
+    funcs = list(_inits(obj)) if inspect.isclass(obj) else [obj]
+    out: dict[str, tuple[Any, str]] = {}
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    for func in funcs:
+        params = list(inspect.signature(func).parameters.values())
+        for p in params[1:] if inspect.isclass(obj) else params:
+            if p.kind in kinds and p.name not in out:
+                out[p.name] = _evaluated(p.annotation, func)
+    return out
+
+
+def _evaluated(annotation: Any, func: Callable) -> tuple[Any, str]:
+    if annotation is inspect.Parameter.empty:
+        return Any, "(unannotated)"
+    if not isinstance(annotation, str):
+        return annotation, inspect.formatannotation(annotation)
+    namespace = getattr(inspect.unwrap(func), "__globals__", {})
+    try:
+        return eval(annotation, dict(namespace)), annotation  # noqa: S307 (the code's own text)
+    except Exception:  # a name only imported under TYPE_CHECKING: not checked
+        return Any, annotation
+
+
+_SEQUENCES = (list, tuple, set, frozenset, abc.Sequence, abc.MutableSequence, abc.Iterable,
+              abc.Collection, abc.Set, abc.MutableSet)  # fmt: skip
+_MAPPINGS = (dict, abc.Mapping, abc.MutableMapping)
+_NAMES = {int: "an int", float: "a number", bool: "true or false", str: "a string"}
+_PLURALS = {int: "ints", float: "numbers", bool: "true/false values", str: "strings"}
+_PATHS = (Path, PurePath, os.PathLike)
+
+
+def _unknown(hint: Any) -> bool:
+    return hint is Any or hint is inspect.Parameter.empty or isinstance(hint, typing.TypeVar)
+
+
+def fits(value: Any, hint: Any) -> bool:
+    """Whether the plain config ``value`` (int, float, bool, str, None, list, dict) fits the
+    annotation ``hint``. ``bool`` is not an int here, an int is a float, a path takes a
+    string, None fits only where ``None`` is allowed (``X | None``, ``Optional[X]``); a list
+    or a mapping is checked item by item. An annotation the check does not know (a class, a
+    Protocol, a Callable) passes: the constructor checks it."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if _unknown(hint):
+        return True
+    if origin is typing.Annotated:
+        return fits(value, args[0])
+    if hint is None or hint is type(None):
+        return value is None
+    if origin in (typing.Union, types.UnionType):
+        return any(fits(value, a) for a in args)
+    if origin is typing.Literal:
+        return any(value == a and isinstance(value, bool) == isinstance(a, bool) for a in args)
+    if hint is bool:
+        return isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is str:
+        return isinstance(value, str)
+    if hint in _PATHS:
+        return isinstance(value, (str, PurePath))
+    kind = origin or hint
+    if kind in _SEQUENCES:
+        if not isinstance(value, (list, tuple)):
+            return False
+        if kind is tuple and args and args[-1] is not Ellipsis:
+            return len(value) == len(args) and all(map(fits, value, args))
+        return all(fits(v, args[0]) for v in value) if args else True
+    if kind in _MAPPINGS:
+        if not isinstance(value, dict):
+            return False
+        if len(args) != 2:
+            return True
+        return all(fits(k, args[0]) and fits(v, args[1]) for k, v in value.items())
+    return True
+
+
+def describe(hint: Any) -> str:
+    """What ``hint`` asks for, in words: ``int | None`` -> "an int or null"."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if _unknown(hint):
+        return "any value"
+    if origin is typing.Annotated:
+        return describe(args[0])
+    if hint is None or hint is type(None):
+        return "null"
+    if origin in (typing.Union, types.UnionType):
+        arms = [a for a in args if a is not type(None)]
+        words = list(dict.fromkeys(describe(a) for a in arms))
+        return " or ".join(words + (["null"] if len(arms) < len(args) else []))
+    if origin is typing.Literal:
+        return "one of " + ", ".join(repr(a) for a in args)
+    if hint in _NAMES:
+        return _NAMES[hint]
+    if hint in _PATHS:
+        return "a path (a string)"
+    kind = origin or hint
+    if kind in _SEQUENCES:
+        if kind is tuple and args and args[-1] is not Ellipsis:
+            return f"a list of {len(args)} ({', '.join(describe(a) for a in args)})"
+        return "a list" + (f" of {_plural(args[0])}" if args and not _unknown(args[0]) else "")
+    if kind in _MAPPINGS:
+        if len(args) == 2 and not (_unknown(args[0]) and _unknown(args[1])):
+            return f"a mapping of {_plural(args[0])} to {_plural(args[1])}"
+        return "a mapping"
+    return f"a {getattr(hint, '__name__', str(hint))}"
+
+
+def _plural(hint: Any) -> str:
+    if hint in _PLURALS:
+        return _PLURALS[hint]
+    return "values" if _unknown(hint) else f"values that are {describe(hint)}"
+
+
+def _type_name(value: Any) -> str:
+    names = {type(None): "null", dict: "a mapping", list: "a list"}
+    return names.get(type(value), type(value).__name__)
 
 
 # --------------------------------------------------------------------------------------------

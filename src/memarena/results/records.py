@@ -30,6 +30,7 @@ Fields (JSON keys):
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
@@ -101,7 +102,13 @@ class EpisodeRecord:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> EpisodeRecord:
-        """A record from one JSON line; a key this type does not know is an error."""
+        """A record from one JSON line; a line that is not a JSON object, or a key this type
+        does not know, is a ValueError."""
+        if not isinstance(data, Mapping):
+            raise ValueError(
+                f"episode record is not a JSON object but {type(data).__name__} "
+                f"{json.dumps(data)[:80]}"
+            )
         known = {f.name for f in fields(cls)}
         unknown = set(data) - known - _LEGACY_KEYS
         if unknown:

@@ -196,16 +196,17 @@ class RunStore:
                 out.append(EpisodeRecord.from_json(record))
             except ValueError as err:
                 raise ConfigError(
-                    f"memarena: {self.dir / name} record {lineno} is not an episode record "
+                    f"memarena: {self.dir / name} line {lineno} is not an episode record "
                     f"({err}); repair or remove that line, or start over with "
                     "protocol.resume=false."
                 ) from None
         return out
 
     def read(self, name: str) -> list[dict[str, Any]]:
-        """The JSON lines of ``name``. A torn last line (a run killed while writing it) is
-        dropped and cut from the file; a corrupt line before the last stops the run with its
-        line number, and nothing is deleted."""
+        """The JSON lines of ``name`` (each a JSON object). Only an unterminated last line is a
+        torn write (a run killed while writing it): it is dropped and cut from the file. Any
+        other bad line (not JSON, not an object), the newline-terminated last line included,
+        stops the run with its line number, and nothing is deleted."""
         path = self.dir / name
         if not path.exists():
             return []
@@ -214,21 +215,21 @@ class RunStore:
         records: list[dict[str, Any]] = []
         good = 0
         for i, line in enumerate(lines):
-            last = i == len(lines) - 1
-            try:
-                if not line.endswith(b"\n"):
-                    raise ValueError("unterminated line")
-                records.append(json.loads(line))
-            except ValueError as err:
-                if not last:
-                    raise ConfigError(
-                        f"memarena: {path} line {i + 1} is corrupt ({err}), before the end of "
-                        "the file, so it is not a record cut short by a killed run. Nothing "
-                        "was deleted: repair or remove that line, or start over with "
-                        "protocol.resume=false."
-                    ) from None
+            if not line.endswith(b"\n"):  # only the last line can lack its newline
                 log.warning("dropping a torn record at the end of %s (killed run)", path)
                 break
+            try:
+                record = json.loads(line)
+                if not isinstance(record, dict):
+                    raise ValueError(f"a JSON {type(record).__name__}, not an object")
+            except ValueError as err:
+                raise ConfigError(
+                    f"memarena: {path} line {i + 1} is corrupt ({err}); the line is complete "
+                    "(newline-terminated), so it is not a record cut short by a killed run. "
+                    "Nothing was deleted: repair or remove that line, or start over with "
+                    "protocol.resume=false."
+                ) from None
+            records.append(record)
             good += len(line)
         if good != len(raw):
             with open(path, "r+b") as fh:
