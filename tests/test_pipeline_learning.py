@@ -220,12 +220,19 @@ def test_reflection_retries_stop_at_success_or_the_limit(tmp_path, lesson_at, li
     assert compute_metrics(records)["success_rate"] == 0.0
 
 
-def test_every_learning_run_starts_from_the_saved_snapshot(tmp_path):
+def saved_snapshot(tmp_path) -> str:
+    """A saved snapshot (``tmp_path/source``) whose memory has observed one task
+    ("from-acquisition")."""
     saved = Recorder()
     saved.observed = ["from-acquisition"]
     source = RunStore(tmp_path / "source")
     saved.save(source.memory_dir)
     source.mark_snapshot_complete({})
+    return str(tmp_path / "source")
+
+
+def test_every_learning_run_starts_from_the_saved_snapshot(tmp_path):
+    saved_snapshot(tmp_path)
     memory = Recorder(max_reflections=0)
     parts = _parts(tmp_path / "run", memory, runs=2, snapshot_from=str(tmp_path / "source"))
     acquire(parts, parts.policy)

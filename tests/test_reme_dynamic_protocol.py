@@ -13,7 +13,7 @@ import json
 import pytest
 from doubles import use_schema_llm
 from omegaconf import OmegaConf
-from test_pipeline_learning import Recorder, _kill_after, _parts
+from test_pipeline_learning import Recorder, _kill_after, _parts, saved_snapshot
 
 from conftest import compose_cfg
 from memarena.pipeline import acquire, build, evaluate
@@ -23,16 +23,6 @@ from memarena.results import store as files
 from memarena.results.metrics import compute_metrics
 from memarena.results.records import latest
 from memarena.results.store import RunStore
-
-
-def _source(tmp_path):
-    """A saved snapshot whose memory has observed one task ("from-acquisition")."""
-    saved = Recorder()
-    saved.observed = ["from-acquisition"]
-    source = RunStore(tmp_path / "source")
-    saved.save(source.memory_dir)
-    source.mark_snapshot_complete({})
-    return str(tmp_path / "source")
 
 
 @pytest.mark.parametrize("counted", [True, False])
@@ -64,7 +54,7 @@ def test_a_task_that_succeeds_on_a_retry_counts_as_its_last_trial(tmp_path, coun
 )
 def test_runs_share_one_memory_when_memory_across_runs(tmp_path, across, observed):
     memory = Recorder(max_reflections=0)
-    source = _source(tmp_path)
+    source = saved_snapshot(tmp_path)
     parts = _parts(tmp_path / "run", memory, runs=2, snapshot_from=source, update_every=1,
                    memory_across_runs=across)  # fmt: skip
     evaluate(parts)
@@ -75,7 +65,7 @@ def test_runs_share_one_memory_when_memory_across_runs(tmp_path, across, observe
 
 def test_each_repetition_starts_from_the_snapshot(tmp_path):
     memory = Recorder(max_reflections=0)
-    source = _source(tmp_path)
+    source = saved_snapshot(tmp_path)
     parts = _parts(tmp_path / "run", memory, runs=2, repetitions=2, snapshot_from=source,
                    update_every=1, memory_across_runs=True)  # fmt: skip
     evaluate(parts)
@@ -89,7 +79,7 @@ def test_a_killed_official_dynamic_run_resumes_to_the_same_memory_and_metrics(
 ):
     kw = {"concurrency": 8, "update_every": 1, "runs": 2, "count_retries": True,
           "memory_across_runs": True}  # fmt: skip
-    source = _source(tmp_path)
+    source = saved_snapshot(tmp_path)
     whole = Recorder(lesson_at=2)
     whole_records = evaluate(_parts(tmp_path / "whole", whole, snapshot_from=source, **kw))
 
@@ -115,7 +105,7 @@ def test_a_killed_official_dynamic_run_resumes_to_the_same_memory_and_metrics(
 
 def test_an_earlier_run_that_runs_again_makes_the_later_runs_run_again(tmp_path):
     kw = {"runs": 2, "update_every": 1, "memory_across_runs": True}
-    source = _source(tmp_path)
+    source = saved_snapshot(tmp_path)
     evaluate(_parts(tmp_path / "run", Recorder(max_reflections=0), snapshot_from=source, **kw))
     path = tmp_path / "run" / files.EPISODES
     lines = [json.loads(x) for x in path.read_text().splitlines()]

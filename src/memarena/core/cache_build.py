@@ -132,13 +132,26 @@ def build_lock(folder: Path, what: str) -> Iterator[None]:
             "folder (e.g. paths.cache_dir, paths.models_dir) at a writable one",
             str(path),
         ) from err
+    with holding(fh, lambda holder: log.info("waiting for %s: %s builds it at %s", what,
+                                             holder, folder)):  # fmt: skip
+        yield
+
+
+@contextlib.contextmanager
+def holding(fh, on_busy: Callable[[str], None]) -> Iterator[None]:
+    """Hold an exclusive advisory lock (flock) on the open file ``fh``, writing who holds it
+    into it. When another process holds it, ``on_busy(holder)`` runs first: it raises to
+    refuse, or returns to wait for the lock. Closing ``fh`` (at the end) releases it; so does
+    the kernel when the holder dies. The run store's lock is this one too."""
     try:
         try:
             fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            busy = False
         except BlockingIOError:
+            busy = True
+        if busy:  # (outside the except: a refusal is not raised "during" the BlockingIOError)
             fh.seek(0)
-            holder = fh.read().strip() or "another process"
-            log.info("waiting for %s: %s builds it at %s", what, holder, folder)
+            on_busy(fh.read().strip() or "another process")
             fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
         fh.seek(0)
         fh.truncate()

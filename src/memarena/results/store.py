@@ -22,18 +22,17 @@ flag, package versions, host, start, end, wall time, outcome), ``metrics.json``,
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import logging
 import os
 import shutil
-import socket
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from memarena.core.cache_build import holding
 from memarena.core.errors import ConfigError
 from memarena.core.memory import SNAPSHOT_FILE
 from memarena.results.records import EpisodeRecord
@@ -101,25 +100,16 @@ class RunStore:
         """Hold the run directory for this process, or fail naming the holder."""
         path = self.dir / LOCK
         fh = open(path, "a+", encoding="utf-8")  # noqa: SIM115 - held for the whole run
-        try:
-            try:
-                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                fh.seek(0)
-                holder = fh.read().strip() or "another process"
-                raise ConfigError(
-                    f"memarena: {self.dir} is in use by {holder}: two runs of one cell would "
-                    "write the same records twice. Wait for that run to finish, or give this "
-                    "run another paths.results_dir."
-                ) from None
-            fh.seek(0)
-            fh.truncate()
-            started = time.strftime("%Y-%m-%dT%H:%M:%S")
-            fh.write(f"pid {os.getpid()} on {socket.gethostname()} since {started}\n")
-            fh.flush()
+
+        def refuse(holder: str) -> None:
+            raise ConfigError(
+                f"memarena: {self.dir} is in use by {holder}: two runs of one cell would "
+                "write the same records twice. Wait for that run to finish, or give this "
+                "run another paths.results_dir."
+            )
+
+        with holding(fh, refuse):
             yield
-        finally:
-            fh.close()  # closing releases the lock
 
     # --- config identity -----------------------------------------------------------------
     def check_identity(self, identity: Mapping[str, Any], config_yaml: str) -> None:

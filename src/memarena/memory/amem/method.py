@@ -249,16 +249,11 @@ class AMem(ModalBaseline):
         """``note_content: extracted``: each note's content (the rendered trajectory) replaced by
         the procedural memory the memory LLM extracts from it (one batched call). An answer
         without a usable memory keeps the trajectory, counted as ``amem_extraction``."""
-        requests = [
-            self._request(
-                "extraction",
-                prompts.EXTRACTION_SYSTEM,
-                prompts.EXTRACTION_USER.format(trajectory=n.content),
-                prompts.EXTRACTION_SCHEMA,
-            )
-            for n in notes
-        ]
-        for note, answer in zip(notes, self._ask("extraction", requests), strict=True):
+        answers = self._ask_per_note(
+            "extraction", prompts.EXTRACTION_SYSTEM, prompts.EXTRACTION_USER, "trajectory",
+            prompts.EXTRACTION_SCHEMA, notes,
+        )  # fmt: skip
+        for note, answer in zip(notes, answers, strict=True):
             memory = answer.get("memory") if isinstance(answer, dict) else None
             if isinstance(memory, str) and memory.strip():
                 note.content = memory.strip()[: self.content_chars]
@@ -267,17 +262,23 @@ class AMem(ModalBaseline):
             elif answer is not None:  # parsed, but no memory (an unparsed one is counted)
                 record_fallback(self.services.llm, "amem_extraction", self.fallbacks)
 
-    def _analyse(self, notes: list[Note]) -> None:
+    def _ask_per_note(
+        self, purpose: str, system: str, user: str, field: str, schema: dict, notes: list[Note]
+    ) -> list:
+        """One request per note (its content as ``field`` of the ``user`` template), in one
+        batched call; the parsed answers in note order."""
         requests = [
-            self._request(
-                "analysis",
-                prompts.ANALYSIS_SYSTEM,
-                prompts.ANALYSIS_USER.format(content=n.content),
-                prompts.ANALYSIS_SCHEMA,
-            )
+            self._request(purpose, system, user.format(**{field: n.content}), schema)
             for n in notes
         ]
-        for note, answer in zip(notes, self._ask("analysis", requests), strict=True):
+        return self._ask(purpose, requests)
+
+    def _analyse(self, notes: list[Note]) -> None:
+        answers = self._ask_per_note(
+            "analysis", prompts.ANALYSIS_SYSTEM, prompts.ANALYSIS_USER, "content",
+            prompts.ANALYSIS_SCHEMA, notes,
+        )  # fmt: skip
+        for note, answer in zip(notes, answers, strict=True):
             if not isinstance(answer, dict):
                 continue  # counted by the batch; the note keeps A-Mem's defaults
             keywords, tags = answer.get("keywords"), answer.get("tags")
