@@ -5,7 +5,8 @@ In a multirun a job that fails with a MemarenaError (a config error, a server th
 answer, a run dir in use) is written to ``<sweep dir>/failed_jobs/<job num>.json`` and the
 sweep goes on; when it ends, :class:`FailureSummary` lists the failed jobs and the process
 exits with status 1. Any other exception stops the sweep at once (Hydra's behaviour) with its
-traceback and a non-zero status too.
+traceback and a non-zero status too. A full disk stops it with its one message (status 2), and
+SIGTERM / SIGHUP after closing the current job (status 143 / 129).
 """
 
 from __future__ import annotations
@@ -111,11 +112,15 @@ def drop_keys_not_taken(cfg: DictConfig, overrides: list[str]) -> list[str]:
 
 
 def run_job(cfg: DictConfig) -> float | None:
-    """Run one job; a MemarenaError ends it with its message (and exit code 2 outside multirun)."""
+    """Run one job; a MemarenaError ends it with its message (and exit code 2 outside multirun;
+    a full disk stops a sweep too: every next job would fail the same way). SIGTERM / SIGHUP
+    end it after the run is closed (:mod:`memarena.pipeline.ending`) with the status of a
+    process killed by the signal, 143 / 129; a sweep stops there."""
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
     from memarena.pipeline import run
+    from memarena.pipeline.ending import DiskFullError, Terminated
 
     hydra = HydraConfig.get() if HydraConfig.initialized() else None
     choices = dict(hydra.runtime.choices) if hydra else {}
@@ -130,11 +135,19 @@ def run_job(cfg: DictConfig) -> float | None:
             overrides.remove(override)
     try:
         metrics = run(cfg, choices, overrides)
+    except Terminated as exc:
+        log.error(
+            "memarena: %s; the records written so far are kept. Rerun the same command to "
+            "resume where this run stopped.",
+            exc,
+        )
+        sys.exit(exc.exit_status)
     except MemarenaError as exc:
         text = str(exc)
         text = text if text.startswith("memarena:") else f"memarena: {text}"
         log.error(text)
-        if hydra is not None and hydra.mode == RunMode.MULTIRUN:
+        multirun = hydra is not None and hydra.mode == RunMode.MULTIRUN
+        if multirun and not isinstance(exc, DiskFullError):
             _write_failure(Path(hydra.sweep.dir), hydra.job.num, overrides, text)
             return None
         sys.exit(2)

@@ -6,9 +6,12 @@
 - :class:`RowMatrix`: unit float32 rows in one contiguous buffer that grows in chunks (an
   append never copies the whole matrix; a ``vstack`` per insert does).
 - :func:`pack` / :func:`unpack`: a matrix as base64 of its little-endian float32 bytes with
-  the embedder's name and dimension, so a snapshot stores its embeddings and a load uses them
-  instead of encoding every stored text again (10k texts: ~20 s on the embedded MiniLM).
-  :func:`stored_matches` tells whether stored vectors came from the embedder in use.
+  the embedder's identity (:func:`embedder_identity`: name, dimension, model, maximum sequence
+  length, normalisation), so a snapshot stores its embeddings and a load uses them instead of
+  encoding every stored text again (10k texts: ~20 s on the embedded MiniLM).
+  :func:`stored_matches` tells whether stored vectors came from the embedder in use: every
+  field both sides recorded must agree (a snapshot from before a field was recorded is
+  compared on the fields it has).
 - :class:`QueryEncoder`: one ``encode`` call for a whole wave of queries, with a bounded LRU
   of the texts already embedded (the same test task is retrieved once per run).
 """
@@ -19,6 +22,7 @@ import base64
 import logging
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -98,10 +102,34 @@ class RowMatrix:
         self._n = len(self._buffer)
 
 
+# what makes two embedders give the same vectors, as embedder_identity records it
+IDENTITY_FIELDS = ("name", "dim", "model", "max_seq_length", "normalize")
+
+
 def embedder_identity(embedder: Any) -> dict[str, Any]:
-    """What a snapshot records about the embedder its vectors came from."""
+    """What a snapshot records about the embedder its vectors came from: ``name``, ``dim``,
+    ``model`` (the weights it loaded: a hub id, or a local folder's name, so a snapshot moved to
+    another machine keeps its vectors), ``max_seq_length`` (the length texts are cut to, as the
+    loaded model has it) and ``normalize``; None where the embedder does not say."""
     dim = getattr(embedder, "dim", None)
-    return {"name": getattr(embedder, "name", None), "dim": int(dim) if dim else None}
+    model_ref = getattr(embedder, "model_ref", None)
+    loaded = getattr(embedder, "model", None)
+    length = getattr(embedder, "max_seq_length", None)
+    if length is None and loaded is not None and not isinstance(loaded, str):
+        length = getattr(loaded, "max_seq_length", None)
+    normalize = getattr(embedder, "normalize", None)
+    return {
+        "name": getattr(embedder, "name", None),
+        "dim": int(dim) if dim else None,
+        "model": _model_name(str(model_ref)) if model_ref else None,
+        "max_seq_length": int(length) if isinstance(length, int) and length else None,
+        "normalize": normalize if isinstance(normalize, bool) else None,
+    }
+
+
+def _model_name(ref: str) -> str:
+    path = Path(ref)
+    return path.name if path.is_absolute() or ref.startswith(".") else ref
 
 
 def pack(matrix: np.ndarray, identity: dict[str, Any] | None) -> dict[str, Any]:
@@ -127,7 +155,7 @@ def stored_matches(stored: dict[str, Any], embedder: Any, what: str) -> bool:
     """Whether vectors recorded with ``stored`` identity can be used with ``embedder``; a
     mismatch is logged as a warning (the caller then embeds the texts again)."""
     current = embedder_identity(embedder)
-    for field in ("name", "dim"):
+    for field in IDENTITY_FIELDS:
         old, new = stored.get(field), current.get(field)
         if old is not None and new is not None and old != new:
             log.warning(

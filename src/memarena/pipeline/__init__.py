@@ -23,6 +23,14 @@ from omegaconf import DictConfig, OmegaConf
 from memarena.agent import ExpertPolicy, Policy
 from memarena.pipeline.acquire import acquire
 from memarena.pipeline.build import Parts, build, build_part, close_parts, run_dir
+from memarena.pipeline.ending import (
+    StopOnSignals,
+    Terminated,
+    close_invocation,
+    disk_full,
+    disk_full_error,
+    quietly,
+)
 from memarena.pipeline.evaluate import evaluate
 from memarena.pipeline.live import LiveMetrics
 from memarena.pipeline.protocol import ProtocolSettings
@@ -36,6 +44,7 @@ from memarena.results.run_log import run_log_in
 __all__ = [
     "Parts",
     "ProtocolSettings",
+    "Terminated",
     "acquire",
     "acquisition_cost",
     "build",
@@ -54,7 +63,13 @@ def run(
     cfg: DictConfig, choices: Mapping[str, Any] | None = None, overrides: Sequence[str] = ()
 ) -> dict[str, Any]:
     """Run one (experiment, env, method, backbone, seed) cell and return its metrics.
-    ``choices`` / ``overrides`` (Hydra's) let a config error name the file it came from."""
+    ``choices`` / ``overrides`` (Hydra's) let a config error name the file it came from.
+
+    However the run ends, from the moment it holds its run directory: ``run_info.json`` closes
+    this invocation with its status, the logger is finished, the models are closed and the
+    temporary files of failed writes are removed. SIGTERM / SIGHUP (in the main thread) end it
+    like Ctrl-C, raising :class:`~memarena.pipeline.ending.Terminated`; a full disk ends it
+    with one :class:`~memarena.pipeline.ending.DiskFullError` naming the folder and the fix."""
     t0 = time.perf_counter()
     protocol = cfg.protocol
     caps = (protocol.max_train_tasks, protocol.max_eval_tasks)
@@ -62,12 +77,28 @@ def run(
         from memarena.config_check import cap_warning
 
         log.warning(cap_warning((choices or {}).get("experiment", cfg.experiment_name), caps))
-    parts = build(cfg, choices, overrides)
-    logger = build_part(cfg.logger)
-    run_log = run_log_in(parts.store.dir)  # <run_dir>/run.log, besides Hydra's outputs/ copy
-    acting: Policy = parts.policy
-    outcome = "interrupted"
     try:
+        with StopOnSignals() as signals:
+            parts = build(cfg, choices, overrides)  # closes the invocation itself if it fails
+            return _run_built(cfg, parts, signals, t0)
+    except Exception as exc:
+        full = disk_full(exc)
+        if full is None:
+            raise
+        try:
+            folder = run_dir(cfg)
+        except Exception:
+            folder = None
+        raise disk_full_error(full, folder) from exc
+
+
+def _run_built(cfg: DictConfig, parts: Parts, signals: StopOnSignals, t0: float) -> dict[str, Any]:
+    """Acquire, evaluate and summarize with the built ``parts``; close everything after."""
+    acting: Policy = parts.policy
+    logger = run_log = ended = None
+    try:
+        logger = build_part(cfg.logger)
+        run_log = run_log_in(parts.store.dir)  # <run_dir>/run.log, besides Hydra's outputs/
         group = "/".join([cfg.experiment_name, cfg.env.name, cfg.method.name, cfg.backbone.name])
         logger.start(
             parts.store.dir,
@@ -94,16 +125,19 @@ def run(
         logger.log_metrics(metrics, step=live.step + 1)
         logger.log_summary({"usage": usage})
         log.info("results in %s", parts.store.dir)
-        outcome = "finished"
         return metrics
-    except Exception as exc:
-        outcome = f"{type(exc).__name__}: {exc}"[:500]
+    except BaseException as exc:
+        ended = exc
         raise
     finally:
-        parts.store.end_invocation(time.perf_counter() - t0, outcome)
-        logger.finish(exit_code=0 if outcome == "finished" else 1)
-        close_parts(parts, *([acting] if acting is not parts.policy else []))
-        run_log.close()
+        with signals.closing():  # a signal from here on waits until all of this is done
+            close_invocation(parts.store, time.perf_counter() - t0, ended)
+            if logger is not None:
+                code = 0 if ended is None else getattr(ended, "exit_status", 1)
+                quietly("finishing the logger", lambda: logger.finish(exit_code=code), ended)
+            close_parts(parts, *([acting] if acting is not parts.policy else []))
+            if run_log is not None:
+                run_log.close()
 
 
 def _row(record) -> dict[str, Any]:

@@ -19,7 +19,7 @@ episodes that ended with status error are run again (see
 :func:`~memarena.pipeline.tasks.drop_errors`); once the snapshot exists acquisition is over.
 
 The snapshot is written to ``memory/`` and marked complete with the checksum of
-``memory.json``, the memory's size and what acquisition cost the memory's own LLM
+``memory.json``, the env, the memory's size and what acquisition cost the memory's own LLM
 (``memory_usage`` / ``memory_fallbacks``, from the records and the replayed updates, so the
 same for a resumed run); a later resume verifies and loads it.
 """
@@ -105,6 +105,7 @@ def acquire(parts: Parts, policy: Policy) -> None:
     info = {
         "n_train_tasks": len(tasks),
         "method": memory.name,
+        "env": memory.env_name,  # a snapshot_from run on another env is refused
         "memory_size": memory.size(),
         "memory_usage": spent.get("usage", {}),
         "memory_fallbacks": spent.get("fallbacks", {}),

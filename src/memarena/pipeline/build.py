@@ -8,6 +8,7 @@ misspelled key never costs a model load or an env set-up. Parts are built with
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import time
 from collections.abc import Mapping, Sequence
@@ -22,11 +23,12 @@ from omegaconf import DictConfig, OmegaConf
 from memarena.agent import LLMPolicy, Policy, RunnerSettings, as_policy
 from memarena.core import Backbone, ConfigError, Env, MemarenaError, MemoryMethod, MemoryServices
 from memarena.memory.team import DomainTeam
-from memarena.pipeline.identity import config_identity, run_info
+from memarena.pipeline.ending import close_invocation, quietly
+from memarena.pipeline.identity import config_identity, run_info, snapshot_pin
 from memarena.pipeline.protocol import ProtocolSettings
 from memarena.pipeline.validate import validate
 from memarena.results import store as files
-from memarena.results.store import RunStore, run_dir_for, verify_snapshot
+from memarena.results.store import RunStore, run_dir_for, snapshot_marker, verify_snapshot
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +101,8 @@ def build_part(node: DictConfig, **kwargs: Any) -> Any:
 def snapshot_source(cfg: DictConfig, value: str | None) -> Path | None:
     """``protocol.snapshot_from`` as a folder: an experiment name is this cell's run in that
     experiment (same env, method, backbone and seed, no ablation) in the results layout; a
-    value with a ``/`` is a run directory or its ``memory/`` folder."""
+    value with a ``/`` is a run directory or its ``memory/`` folder. A snapshot acquired on
+    another env than ``cfg.env.name`` is refused."""
     if not value:
         return None
     text = str(value)
@@ -107,6 +110,14 @@ def snapshot_source(cfg: DictConfig, value: str | None) -> Path | None:
     for folder in (base / files.MEMORY_DIR, base):
         if (folder / files.SNAPSHOT_DONE).exists():
             verify_snapshot(folder)
+            source = snapshot_env(folder)
+            if source is not None and source != cfg.env.name:
+                raise ConfigError(
+                    f"memarena: protocol.snapshot_from={text}: the snapshot {folder} was "
+                    f"acquired on env.name={source}, and this run's env.name is {cfg.env.name}. "
+                    f"A memory holds one benchmark's tasks and actions: evaluate it on {source}, "
+                    f"or give protocol.snapshot_from a run made on {cfg.env.name}."
+                )
             return folder
     what = f"experiment {text!r}" if "/" not in text else "the folder"
     raise ConfigError(
@@ -114,6 +125,24 @@ def snapshot_source(cfg: DictConfig, value: str | None) -> Path | None:
         f"{base / files.MEMORY_DIR} ({files.SNAPSHOT_DONE} missing). Run that experiment first "
         "(same env, method, backbone and seed), or unset protocol.snapshot_from."
     )
+
+
+def snapshot_env(folder: Path) -> str | None:
+    """The env a snapshot was acquired on: its marker's ``env``, else (a marker written
+    before it recorded one) ``env.name`` in the identity of the run directory holding it;
+    None when neither says."""
+    env = snapshot_marker(folder).get("env")
+    if env:
+        return str(env)
+    for parent in list(folder.parents)[:3]:  # memory/, memory_final/[<view>/]run<k>/
+        if (parent / files.IDENTITY).is_file():
+            try:
+                identity = json.loads((parent / files.IDENTITY).read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                return None
+            env = identity.get("env.name") if isinstance(identity, dict) else None
+            return str(env) if env else None
+    return None
 
 
 def _memory_llm_factory(cfg: DictConfig, policy: Policy):
@@ -163,14 +192,23 @@ def build(
     store = RunStore(run_dir(cfg))
     holding = contextlib.ExitStack()
     holding.enter_context(store.lock())  # released when the run ends (close_parts)
+    began, built = time.perf_counter(), []
     try:
         if not protocol.resume:
             store.clear()
-        store.check_identity(config_identity(cfg), OmegaConf.to_yaml(cfg, resolve=True))
-        store.begin_invocation(run_info(time.time()))
+        store.check_identity(
+            {**config_identity(cfg), **snapshot_pin(snapshot)},
+            OmegaConf.to_yaml(cfg, resolve=True),
+            snapshot,
+        )
+        store.begin_invocation(run_info(time.time()), protocol.allow_code_change)
         env: Env = build_part(cfg.env)
+        built.append(env)
         policy = agent["policy"] = as_policy(build_part(cfg.backbone))
-    except BaseException:
+    except BaseException as exc:  # the invocation ends here: close what was opened
+        for part in built:
+            quietly(f"closing {type(part).__name__}", part.close, exc)
+        close_invocation(store, time.perf_counter() - began, exc)
         holding.close()
         raise
     # a method whose mechanism is the agent's in-task window sets it (MemoryBank, parity mode)

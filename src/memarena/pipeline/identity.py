@@ -8,12 +8,18 @@
   first. Keys added after runs were made are recorded only away from their default
   (:data:`ADDED_KEYS`), so an older run made with that default still resumes. A resume with
   another identity is refused (:meth:`~memarena.results.store.RunStore.check_identity`).
-- :func:`run_info`: the code (git commit, dirty tree), the packages that matter, the host and
-  the Python, for ``run_info.json``.
+- :func:`snapshot_pin`: an evaluation from another run's snapshot (``protocol.snapshot_from``)
+  adds the sha256 of that snapshot's ``memory.json`` to its identity, so a resume after that run
+  was redone (other memory behind the same path) is refused naming the snapshot.
+- :func:`run_info`: the code (git commit, dirty tree, and the sha256 of the uncommitted changes
+  to ``src/`` and ``conf/``), the packages that matter, the host and the Python, for
+  ``run_info.json``. A resume on other code is refused unless ``protocol.allow_code_change``
+  (:meth:`~memarena.results.store.RunStore.begin_invocation`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
 import platform
 import socket
@@ -25,6 +31,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from memarena.results.metrics import flatten
+from memarena.results.store import SNAPSHOT_PIN, snapshot_sha256
 
 # top-level groups and exact keys that do not change results
 NOT_RESULT = (
@@ -40,6 +47,7 @@ NOT_RESULT = (
     "protocol.max_failed_batches",
     "protocol.record_prompts",
     "protocol.record_memory",
+    "protocol.allow_code_change",  # checked against run_info.json, recorded there
 )
 # result-changing keys added after runs were recorded: in the identity only when set away from
 # this default (the default is what those runs did), e.g. ReMe's official dynamic setting
@@ -72,6 +80,8 @@ NOT_RESULT_LEAVES = frozenset(
         "enforce_eager",
     }
 )
+# the tracked folders whose uncommitted changes count as a code change on resume
+CODE_PATHS = ("src", "conf")
 PACKAGES = (
     "memarena",
     "torch",
@@ -101,6 +111,11 @@ def config_identity(cfg: DictConfig) -> dict[str, Any]:
         and not isinstance(value, dict)
         and not (key in ADDED_KEYS and value == ADDED_KEYS[key])
     }
+
+
+def snapshot_pin(folder: Path | None) -> dict[str, Any]:
+    """The identity key pinning the snapshot an evaluation starts from (``{}`` without one)."""
+    return {SNAPSHOT_PIN: snapshot_sha256(folder)} if folder is not None else {}
 
 
 def _excluded(key: str) -> bool:
@@ -142,4 +157,11 @@ def _git(root: Path) -> dict[str, Any]:
 
     commit = git("rev-parse", "HEAD")
     status = git("status", "--porcelain", "--untracked-files=no") if commit else None
-    return {"git_commit": commit, "git_dirty": bool(status) if status is not None else None}
+    # what "the same code" means on a dirty tree: the commit and the uncommitted changes to the
+    # tracked files that make results (src/, conf/; tests, docs and untracked files not seen)
+    diff = git("diff", "HEAD", "--no-ext-diff", "--binary", "--", *CODE_PATHS) if commit else None
+    return {
+        "git_commit": commit,
+        "git_dirty": bool(status) if status is not None else None,
+        "git_diff_sha256": hashlib.sha256(diff.encode()).hexdigest() if diff else None,
+    }

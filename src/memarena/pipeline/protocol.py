@@ -57,6 +57,7 @@ class ProtocolSettings:
     record_prompts: bool = False
     record_memory: bool = False
     domain_memories: str = "pooled"
+    allow_code_change: bool = False
 
     def __post_init__(self) -> None:
         hints = typing.get_type_hints(type(self))

@@ -3,7 +3,7 @@ that keep a folder either right or refusing.
 
 Layout: ``<results_dir>/<experiment>/<env>/<method>[+<ablation>]/<backbone>/seed<k>/`` with
 ``config.yaml``, ``identity.json``, ``run_info.json`` (per invocation: git commit and dirty
-flag, package versions, host, start, end, wall time, outcome), ``metrics.json``,
+flag, package versions, host, start, end, wall time, status and outcome), ``metrics.json``,
 ``episodes.jsonl``, ``acquisition.jsonl``, ``memory/`` and ``usage.json``.
 
 - Records are appended and fsynced one line at a time, so a killed run loses at most the line
@@ -14,9 +14,17 @@ flag, package versions, host, start, end, wall time, outcome), ``metrics.json``,
   releases the lock when its process dies, so a dead run's lock is simply taken over.
 - :meth:`RunStore.check_identity` keeps the config that produced the records: a resume whose
   result-changing keys differ is refused with the differing keys; ``config.yaml`` is written only
-  with the identity, never rewritten to a config that did not produce the records.
-- A snapshot's completion marker holds the sha256 of ``memory.json``; :func:`verify_snapshot`
-  refuses a corrupt or partial one with the file and the fix.
+  with the identity, never rewritten to a config that did not produce the records. An
+  evaluation from another run's snapshot has that snapshot's sha256 in its identity
+  (:data:`SNAPSHOT_PIN`): a resume after that run was redone is refused naming the snapshot.
+- :meth:`RunStore.begin_invocation` keeps the code that produced the records: a resume at
+  another git commit, or with other uncommitted changes to ``src/`` / ``conf/`` (when
+  ``run_info.json`` has their hash; an older one: the commit only), is refused with both
+  versions unless ``protocol.allow_code_change=true`` (recorded). A run outside a git checkout
+  records no commit and is never refused.
+- A snapshot's completion marker holds the sha256 of ``memory.json`` (and the env it was
+  acquired on); :func:`verify_snapshot` refuses a corrupt or partial one with the file and the
+  fix.
 """
 
 from __future__ import annotations
@@ -52,6 +60,9 @@ MEMORY_DIR = "memory"
 FINAL_MEMORY_DIR = "memory_final"  # a learning evaluation's memory at the end of each run
 SNAPSHOT_DONE = "SNAPSHOT_COMPLETE"
 RECORD_FILES = (EPISODES, ACQUISITION, REFLECTIONS)
+# the identity key holding the sha256 of the snapshot an evaluation starts from
+# (protocol.snapshot_from). An identity recorded before it existed gains it on the next resume.
+SNAPSHOT_PIN = "snapshot_from.sha256"
 
 
 def run_dir_for(
@@ -73,6 +84,7 @@ class RunStore:
         self.dir.mkdir(parents=True, exist_ok=True)
         # called with (file name, record) after each episode record is written (live metrics)
         self.listeners: list[Callable[[str, EpisodeRecord], None]] = []
+        self.invocation_open = False  # this process's run_info.json entry, until closed
 
     @property
     def memory_dir(self) -> Path:
@@ -112,12 +124,37 @@ class RunStore:
             yield
 
     # --- config identity -----------------------------------------------------------------
-    def check_identity(self, identity: Mapping[str, Any], config_yaml: str) -> None:
+    def check_identity(
+        self, identity: Mapping[str, Any], config_yaml: str, snapshot: Path | None = None
+    ) -> None:
         """Refuse a resume whose result-changing keys differ from the records'; record the
-        identity and ``config.yaml`` when there are no records yet (or they match)."""
+        identity and ``config.yaml`` when there are no records yet (or they match).
+        ``snapshot``: the folder ``protocol.snapshot_from`` resolved to, for the message when
+        its content changed (:data:`SNAPSHOT_PIN`)."""
         path = self.dir / IDENTITY
         if path.exists() and self.has_records():
             recorded = self.read_json(IDENTITY)
+            if SNAPSHOT_PIN in identity and SNAPSHOT_PIN not in recorded:
+                # recorded before snapshots were pinned: pin the one these records go on with
+                log.warning(
+                    "%s records no checksum of its snapshot (an older run); pinning %s now",
+                    self.dir, snapshot,
+                )  # fmt: skip
+                recorded = {**recorded, SNAPSHOT_PIN: identity[SNAPSHOT_PIN]}
+                if not _differences(recorded, identity):
+                    self.write_json(IDENTITY, recorded)
+            old_pin, new_pin = recorded.get(SNAPSHOT_PIN), identity.get(SNAPSHOT_PIN)
+            if old_pin and new_pin and old_pin != new_pin:
+                raise ConfigError(
+                    f"memarena: {self.dir} holds records evaluated on the memory snapshot "
+                    f"protocol.snapshot_from={identity.get('protocol.snapshot_from')}"
+                    f"{f' ({snapshot})' if snapshot else ''} as it was then (memory.json sha256 "
+                    f"{old_pin[:12]}...), and that snapshot has changed since (now "
+                    f"{new_pin[:12]}...): its run was redone. Resuming would evaluate the "
+                    "remaining episodes against other memory. Evaluate the new snapshot in "
+                    "another paths.results_dir (or experiment_name), start over here with "
+                    "protocol.resume=false, or put back the snapshot these records were made with."
+                )
             diff = _differences(recorded, identity)
             if diff:
                 shown = "; ".join(diff[:8]) + (
@@ -137,20 +174,48 @@ class RunStore:
         self.write_text(CONFIG, config_yaml)
 
     # --- run info ------------------------------------------------------------------------
-    def begin_invocation(self, info: Mapping[str, Any]) -> None:
-        """Append this process (code, packages, host, start time) to ``run_info.json``."""
+    def begin_invocation(self, info: Mapping[str, Any], allow_code_change: bool = False) -> None:
+        """Append this process (code, packages, host, start time) to ``run_info.json``.
+        With records here, a resume on other code than the last invocation's (see
+        :func:`code_change`) is refused unless ``allow_code_change``; allowed, the entry
+        records ``code_changed_from``."""
         data = self._run_info()
-        data["invocations"].append({**info, "finished": None, "wall_s": None})
+        entry = {**info, "allow_code_change": bool(allow_code_change)}
+        previous = next((i for i in reversed(data["invocations"]) if i.get("git_commit")), None)
+        change = code_change(previous, info) if self.has_records() else None
+        if change:
+            if not allow_code_change:
+                raise ConfigError(
+                    f"memarena: {self.dir} holds records made by {change[0]}; this checkout is "
+                    f"{change[1]}. Resuming would mix records of two code versions. Resume with "
+                    "the code they were made with, use another paths.results_dir (or "
+                    "experiment_name), start over here with protocol.resume=false, or set "
+                    "protocol.allow_code_change=true to resume anyway (recorded in "
+                    f"{RUN_INFO})."
+                )
+            log.warning("resuming %s on other code (%s; now %s)", self.dir, *change)
+            entry["code_changed_from"] = {k: previous.get(k) for k in CODE_KEYS}
+        data["invocations"].append({**entry, "finished": None, "wall_s": None})
         self.write_json(RUN_INFO, data)
+        self.invocation_open = True
 
-    def end_invocation(self, wall_s: float, outcome: str) -> None:
-        """Close this process's entry in ``run_info.json`` with its wall time and outcome
-        (``finished`` or the error that ended it); ``wall_s`` totals every invocation."""
+    def end_invocation(self, wall_s: float, outcome: str, status: str | None = None) -> None:
+        """Close this process's entry in ``run_info.json`` with its wall time, ``status``
+        (``finished``, ``terminated``, ``interrupted`` or ``error``) and outcome (the signal
+        or error that ended it); ``wall_s`` totals every invocation. Does nothing unless this
+        process began an invocation here and has not closed it (the last entry is then its
+        own, never an earlier process's)."""
+        if not self.invocation_open:
+            return
+        self.invocation_open = False
         data = self._run_info()
         if not data["invocations"]:
             return
         data["invocations"][-1].update(
-            finished=time.strftime("%Y-%m-%dT%H:%M:%S"), wall_s=round(wall_s, 2), outcome=outcome
+            finished=time.strftime("%Y-%m-%dT%H:%M:%S"),
+            wall_s=round(wall_s, 2),
+            status=status or ("finished" if outcome == "finished" else "error"),
+            outcome=outcome,
         )
         data["wall_s"] = round(sum(i.get("wall_s") or 0 for i in data["invocations"]), 2)
         self.write_json(RUN_INFO, data)
@@ -231,9 +296,26 @@ class RunStore:
         self.write_text(name, json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n")
 
     def write_text(self, name: str, text: str) -> None:
+        """Write ``name`` whole or not at all: a temporary file renamed over it, removed when
+        the write fails (a full disk)."""
         tmp = self.dir / (name + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(self.dir / name)
+        try:
+            tmp.write_text(text, encoding="utf-8")
+            tmp.replace(self.dir / name)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+
+    def remove_temporary(self) -> list[Path]:
+        """Remove the ``*.tmp`` files that failed writes left in the run directory (the
+        memory snapshot's ``memory/memory.json.tmp`` included) and return them. Only the lock
+        holder writes here, so none is another process's write in progress."""
+        removed = []
+        for path in sorted(self.dir.rglob("*.tmp")):
+            if path.is_file():
+                path.unlink(missing_ok=True)
+                removed.append(path)
+        return removed
 
     def read_json(self, name: str) -> Any:
         return json.loads((self.dir / name).read_text(encoding="utf-8"))
@@ -248,6 +330,50 @@ class RunStore:
         folder.mkdir(parents=True, exist_ok=True)
         body = {**info, "sha256": _sha256(folder / SNAPSHOT_FILE)}
         (folder / SNAPSHOT_DONE).write_text(json.dumps(body) + "\n")
+
+
+CODE_KEYS = ("git_commit", "git_dirty", "git_diff_sha256")
+
+
+def code_change(
+    previous: Mapping[str, Any] | None, now: Mapping[str, Any]
+) -> tuple[str, str] | None:
+    """``(the records' code, this code)`` described, when two invocations ran other code, else
+    None. The same code: the same commit and, when both recorded it, the same sha256 of the
+    uncommitted changes to ``src/`` and ``conf/`` (an older ``run_info.json`` without it: the
+    commit only). Nothing is compared when either has no commit (not a git checkout)."""
+    if not previous or not previous.get("git_commit") or not now.get("git_commit"):
+        return None
+    same = previous["git_commit"] == now["git_commit"]
+    if "git_diff_sha256" in previous and "git_diff_sha256" in now:
+        same = same and previous["git_diff_sha256"] == now["git_diff_sha256"]
+    if same:
+        return None
+    return _code(previous), _code(now)
+
+
+def _code(info: Mapping[str, Any]) -> str:
+    diff = info.get("git_diff_sha256")
+    changes = f" with uncommitted changes (diff sha256 {diff[:12]}...)" if diff else ""
+    if not diff and "git_diff_sha256" not in info and info.get("git_dirty"):
+        changes = " with uncommitted changes (not hashed)"
+    return f"commit {info['git_commit']}{changes}"
+
+
+def snapshot_sha256(folder: Path) -> str:
+    """The sha256 of a complete snapshot's ``memory.json``: its marker's (checked by
+    :func:`verify_snapshot`), computed for a marker without one."""
+    recorded = snapshot_marker(folder).get("sha256")
+    return recorded if isinstance(recorded, str) and recorded else _sha256(folder / SNAPSHOT_FILE)
+
+
+def snapshot_marker(folder: Path) -> dict[str, Any]:
+    """What a snapshot's completion marker holds (``{}`` when unreadable)."""
+    try:
+        data = json.loads((folder / SNAPSHOT_DONE).read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def verify_snapshot(folder: Path) -> None:
