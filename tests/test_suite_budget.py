@@ -13,8 +13,9 @@ from conftest import ROOT
 
 
 def test_the_repository_keeps_a_budget_within_ci_limit():
-    # the target is 20 minutes (issue 32); 45 while the per-domain runs of issue 33 are sized
-    assert 0 < budget_minutes(ROOT / "pyproject.toml") <= 45
+    # the target is 20 minutes (issue 32); 60 while the suite's time varies 1.5x with the
+    # machine's hour (CI stops at 90)
+    assert 0 < budget_minutes(ROOT / "pyproject.toml") <= 60
 
 
 def test_the_message_names_the_ten_slowest_tests():

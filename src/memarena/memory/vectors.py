@@ -110,7 +110,7 @@ def embedder_identity(embedder: Any) -> dict[str, Any]:
     """What a snapshot records about the embedder its vectors came from: ``name``, ``dim``,
     ``model`` (the weights it loaded: a hub id, or a local folder's name, so a snapshot moved to
     another machine keeps its vectors), ``max_seq_length`` (the length texts are cut to, as the
-    loaded model has it) and ``normalize``; None where the embedder does not say."""
+    loaded model has it) and ``normalize``; the last three only where the embedder says."""
     dim = getattr(embedder, "dim", None)
     model_ref = getattr(embedder, "model_ref", None)
     loaded = getattr(embedder, "model", None)
@@ -118,13 +118,16 @@ def embedder_identity(embedder: Any) -> dict[str, Any]:
     if length is None and loaded is not None and not isinstance(loaded, str):
         length = getattr(loaded, "max_seq_length", None)
     normalize = getattr(embedder, "normalize", None)
-    return {
+    identity = {
         "name": getattr(embedder, "name", None),
         "dim": int(dim) if dim else None,
         "model": _model_name(str(model_ref)) if model_ref else None,
         "max_seq_length": int(length) if isinstance(length, int) and length else None,
         "normalize": normalize if isinstance(normalize, bool) else None,
     }
+    # name and dim always; the others only where the embedder says (an embedder without them
+    # records what it had before they were recorded)
+    return {k: v for k, v in identity.items() if k in ("name", "dim") or v is not None}
 
 
 def _model_name(ref: str) -> str:
