@@ -159,7 +159,7 @@ def _git(root: Path) -> dict[str, Any]:
     status = git("status", "--porcelain", "--untracked-files=no") if commit else None
     # what "the same code" means on a dirty tree: the commit and the uncommitted changes to the
     # tracked files that make results (src/, conf/; tests, docs and untracked files not seen)
-    diff = git("diff", "HEAD", "--no-ext-diff", "--binary", "--", *CODE_PATHS) if commit else None
+    diff = git("diff", "HEAD", "--no-ext-diff", "--binary", "--", *CODE_PATHS) if status else None
     return {
         "git_commit": commit,
         "git_dirty": bool(status) if status is not None else None,
