@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from needs import module_needs, need_alfworld
+from shared_runs import shared_dir
 
 from memarena.core import Env, Episode
 from memarena.core.errors import ConfigError
@@ -38,7 +39,9 @@ SUITE = {
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory) -> AlfWorldEnv:
-    return AlfWorldEnv(data_path=None, cache_dir=str(tmp_path_factory.mktemp("alf")), suite=SUITE)
+    # one suite for every worker of the session: the generator's build lock lets one build it
+    cache = shared_dir(tmp_path_factory) / "alfworld_env_suite"
+    return AlfWorldEnv(data_path=None, cache_dir=str(cache), suite=SUITE)
 
 
 def _children() -> set[int]:
@@ -109,6 +112,29 @@ def test_put_alias_and_progress(env):
     r = ep.step("look")
     assert r.done and r.feedback.failure_label == "done"
     ep.close()
+
+
+def _walk_transcript(env: AlfWorldEnv) -> list:
+    """The expert's walk through a train game: every observation, admissible list and reward."""
+    ep = env.open(env.tasks("train")[0])
+    obs = ep.reset()
+    transcript = [(obs.text, obs.admissible_actions)]
+    while (a := ep.expert_action()) is not None:
+        r = ep.step(a)
+        transcript.append((a, r.observation.text, r.observation.admissible_actions, r.reward))
+        if r.done:
+            break
+    ep.close()
+    return transcript
+
+
+def test_remembered_parses_give_textworlds_own_observations(env):
+    from memarena.envs.alfworld.engine import plain_parsers
+
+    remembered = _walk_transcript(env)
+    with plain_parsers():
+        plain = _walk_transcript(env)
+    assert len(plain) > 3 and remembered == plain
 
 
 # where the search for a game the expert solves within 50 steps starts: the generator's first

@@ -4,11 +4,18 @@
 Fast Downward through ctypes) with ALFWorld's wrappers: name demangling (``apple 1``), the game
 file in the infos, and the handcoded expert, whose next action arrives with every state as
 ``extra.expert_plan``.
+
+TextWorld re-parses the same text-generation templates and logic queries with its TatSu grammar on
+every step (and the shared ALFRED grammar on every game load); ``start_game`` memoizes those
+parses (:func:`memoized_parsers`: a parse result is kept once and every caller gets a deep copy,
+so no caller sees another's changes), which halves a game's load-and-walk time. The
+observations are the same with and without it (``tests/envs/test_alfworld_env.py``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
 import importlib.util
 import os
 import random
@@ -71,10 +78,64 @@ def alfred_constants() -> Any:
     return constants
 
 
+# TextWorld's three TatSu front ends, each a module-level ``_parse_and_convert(text, rule_name=...)``
+_PARSER_MODULES = ("textworld.envs.pddl.textgen", "textworld.envs.pddl.logic", "textworld.logic")
+_PLAIN_PARSERS: dict[str, Any] = {}
+
+
+def memoized_parsers() -> None:
+    """Make TextWorld's parse functions remember their results (idempotent).
+
+    Each parse is a pure function of its text and rule name; the result (a fresh object tree
+    each time in TextWorld) is kept once and every caller gets ``copy.deepcopy`` of it, since
+    TextWorld sets per-derivation context on the symbols it gets back.
+    """
+    import importlib
+
+    for name in _PARSER_MODULES:
+        module = importlib.import_module(name)
+        if name in _PLAIN_PARSERS:
+            continue
+        plain = module._parse_and_convert
+        _PLAIN_PARSERS[name] = plain
+        module._parse_and_convert = _remembering(plain)
+
+
+def _remembering(parse: Any) -> Any:
+    results: dict[tuple, Any] = {}
+
+    def parse_once(*args: Any, **kwargs: Any) -> Any:
+        key = (args, tuple(sorted(kwargs.items())))
+        if key not in results:
+            results[key] = parse(*args, **kwargs)
+        return copy.deepcopy(results[key])
+
+    return parse_once
+
+
+@contextlib.contextmanager
+def plain_parsers() -> Iterator[None]:
+    """TextWorld's own parse functions for the duration (tests compare against them)."""
+    import importlib
+
+    memoized_parsers()
+    modules = {name: importlib.import_module(name) for name in _PARSER_MODULES}
+    remembered = {name: m._parse_and_convert for name, m in modules.items()}
+    for name, module in modules.items():
+        module._parse_and_convert = _PLAIN_PARSERS[name]
+    try:
+        yield
+    finally:
+        for name, module in modules.items():
+            module._parse_and_convert = remembered[name]
+
+
 def start_game(game_file: str | Path, expert: bool = True) -> Any:
     """A TextWorld environment (not yet reset) playing ``game_file``."""
     with _quiet_alfworld_import():
         import textworld
+
+        memoized_parsers()
         from alfworld.agents.environment.alfred_tw_env import (
             AlfredDemangler,
             AlfredExpert,
