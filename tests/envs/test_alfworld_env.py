@@ -128,7 +128,7 @@ def _walk_transcript(env: AlfWorldEnv) -> list:
     return transcript
 
 
-def test_remembered_parses_give_textworlds_own_observations(env):
+def test_remembered_parses_and_translations_give_textworlds_own_observations(env):
     from memarena.envs.alfworld.engine import plain_parsers
 
     remembered = _walk_transcript(env)

@@ -6,9 +6,12 @@ file in the infos, and the handcoded expert, whose next action arrives with ever
 ``extra.expert_plan``.
 
 TextWorld re-parses the same text-generation templates and logic queries with its TatSu grammar on
-every step (and the shared ALFRED grammar on every game load); ``start_game`` memoizes those
-parses (:func:`memoized_parsers`: a parse result is kept once and every caller gets a deep copy,
-so no caller sees another's changes), which halves a game's load-and-walk time. The
+every step (and the shared ALFRED grammar on every game load), and translates a game's PDDL to
+Fast Downward's SAS form four times per episode (twice at load, twice again at reset, the same
+two translations). ``start_game`` remembers both (:func:`memoized_parsers`: a result is kept
+once and every caller gets a deep copy, so no caller sees another's changes; translations of
+the last 64 games), which cuts an episode's engine time by more than half, and a game played
+again in the same process (a sweep's jobs on one suite) skips its translation. The
 observations are the same with and without it (``tests/envs/test_alfworld_env.py``).
 """
 
@@ -78,56 +81,66 @@ def alfred_constants() -> Any:
     return constants
 
 
-# TextWorld's three TatSu front ends, each a module-level ``_parse_and_convert(text, rule_name=...)``
-_PARSER_MODULES = ("textworld.envs.pddl.textgen", "textworld.envs.pddl.logic", "textworld.logic")
-_PLAIN_PARSERS: dict[str, Any] = {}
+# (module, function, results kept): TextWorld's three TatSu front ends, each a module-level
+# ``_parse_and_convert(text, rule_name=...)`` over a finite set of templates, and Fast Downward's
+# ``pddl2sas(domain, problem, verbose=, optimize=)`` (one game's translations per entry)
+_REMEMBERED = (
+    ("textworld.envs.pddl.textgen", "_parse_and_convert", None),
+    ("textworld.envs.pddl.logic", "_parse_and_convert", None),
+    ("textworld.logic", "_parse_and_convert", None),
+    ("fast_downward", "pddl2sas", 128),
+)
+_PLAIN: dict[tuple[str, str], Any] = {}
 
 
 def memoized_parsers() -> None:
-    """Make TextWorld's parse functions remember their results (idempotent).
+    """Make TextWorld's parse functions and Fast Downward's PDDL-to-SAS translation remember
+    their results (idempotent).
 
-    Each parse is a pure function of its text and rule name; the result (a fresh object tree
-    each time in TextWorld) is kept once and every caller gets ``copy.deepcopy`` of it, since
-    TextWorld sets per-derivation context on the symbols it gets back.
+    Each is a pure function of its texts and options; the result (a fresh object tree each time)
+    is kept once and every caller gets ``copy.deepcopy`` of it, since TextWorld sets
+    per-derivation context on the symbols it gets back.
     """
     import importlib
 
-    for name in _PARSER_MODULES:
-        module = importlib.import_module(name)
-        if name in _PLAIN_PARSERS:
+    for module_name, function, keep in _REMEMBERED:
+        if (module_name, function) in _PLAIN:
             continue
-        plain = module._parse_and_convert
-        _PLAIN_PARSERS[name] = plain
-        module._parse_and_convert = _remembering(plain)
+        module = importlib.import_module(module_name)
+        plain = getattr(module, function)
+        _PLAIN[module_name, function] = plain
+        setattr(module, function, _remembering(plain, keep))
 
 
-def _remembering(parse: Any) -> Any:
+def _remembering(function: Any, keep: int | None) -> Any:
     results: dict[tuple, Any] = {}
 
-    def parse_once(*args: Any, **kwargs: Any) -> Any:
+    def call_once(*args: Any, **kwargs: Any) -> Any:
         key = (args, tuple(sorted(kwargs.items())))
         if key not in results:
-            results[key] = parse(*args, **kwargs)
+            if keep is not None and len(results) >= keep:
+                results.pop(next(iter(results)))  # the oldest
+            results[key] = function(*args, **kwargs)
         return copy.deepcopy(results[key])
 
-    return parse_once
+    return call_once
 
 
 @contextlib.contextmanager
 def plain_parsers() -> Iterator[None]:
-    """TextWorld's own parse functions for the duration (tests compare against them)."""
+    """TextWorld's and Fast Downward's own functions for the duration (tests compare)."""
     import importlib
 
     memoized_parsers()
-    modules = {name: importlib.import_module(name) for name in _PARSER_MODULES}
-    remembered = {name: m._parse_and_convert for name, m in modules.items()}
-    for name, module in modules.items():
-        module._parse_and_convert = _PLAIN_PARSERS[name]
+    modules = {m: importlib.import_module(m) for m, _, _ in _REMEMBERED}
+    remembered = {(m, f): getattr(modules[m], f) for m, f, _ in _REMEMBERED}
+    for (module_name, function), plain in _PLAIN.items():
+        setattr(modules[module_name], function, plain)
     try:
         yield
     finally:
-        for name, module in modules.items():
-            module._parse_and_convert = remembered[name]
+        for (module_name, function), value in remembered.items():
+            setattr(modules[module_name], function, value)
 
 
 def start_game(game_file: str | Path, expert: bool = True) -> Any:
