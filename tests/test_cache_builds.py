@@ -238,7 +238,7 @@ class _FakeTokenizer:
 
 
 def test_converted_weights_that_do_not_verify_are_rebuilt(tmp_path, monkeypatch, caplog):
-    from memarena.llm import hf
+    from memarena.llm import hf_loading as hf
 
     reads = []
 
@@ -267,7 +267,7 @@ def test_converted_weights_from_before_manifests_are_adopted_not_reconverted(
 ):
     """A copy written by the old (already atomic) converter is kept: large weights are not
     converted again; a folder that is not such a copy is rebuilt."""
-    from memarena.llm import hf
+    from memarena.llm import hf_loading as hf
 
     reads = []
     monkeypatch.setattr(

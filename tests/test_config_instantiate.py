@@ -44,7 +44,7 @@ def standins(monkeypatch, tmp_path):
     """The heavy services replaced; a results/cache folder of the test's own."""
     install_fake_vllm(monkeypatch)
     monkeypatch.setattr(runtime, "SHARED_MODELS", runtime.SharedModels())
-    monkeypatch.setattr("memarena.llm.hf.local_weights", lambda *a, **k: str(tmp_path))
+    monkeypatch.setattr("memarena.llm.hf_loading.local_weights", lambda *a, **k: str(tmp_path))
     import sentence_transformers
 
     monkeypatch.setattr(sentence_transformers, "SentenceTransformer", FakeSentenceTransformer)

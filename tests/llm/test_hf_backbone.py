@@ -26,7 +26,8 @@ from memarena.core import Backbone
 from memarena.core.errors import ConfigError
 from memarena.core.llm_types import ChatRequest
 from memarena.llm.base import json_matches_schema
-from memarena.llm.hf import ChoiceTrie, HFBackbone, _ChoiceState
+from memarena.llm.hf import HFBackbone
+from memarena.llm.hf_constraints import ChoiceState, ChoiceTrie
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 MODELS = Path(tempfile.gettempdir()) / "memarena-test-models"
@@ -49,18 +50,18 @@ def user(text: str, **kw) -> ChatRequest:
 def test_choice_trie_handles_shared_prefixes_duplicates_and_the_end_token():
     end = 0
     trie = ChoiceTrie([[1, 2], [1, 2, 3], [4], [1, 2]], end=end)  # choice 3 duplicates choice 0
-    state = _ChoiceState(trie)
+    state = ChoiceState(trie)
     assert state.result is None and sorted(state.mask(torch.device("cpu")).tolist()) == [1, 4]
     assert not state.consume(1) and state.mask(torch.device("cpu")).tolist() == [2]
     assert not state.consume(2)
     assert sorted(state.mask(torch.device("cpu")).tolist()) == [end, 3]  # stop here or go on
     assert state.consume(end) and state.result == 0
-    longer = _ChoiceState(trie)
+    longer = ChoiceState(trie)
     longer.consume(1), longer.consume(2)
     assert longer.consume(3) and longer.result == 1
-    early = _ChoiceState(trie)
+    early = ChoiceState(trie)
     assert early.consume(4) and early.result == 2  # settled at once: nothing else starts with 4
-    assert _ChoiceState(ChoiceTrie([[5, 6, 7]], end=end)).result == 0  # one choice: no decoding
+    assert ChoiceState(ChoiceTrie([[5, 6, 7]], end=end)).result == 0  # one choice: no decoding
 
 
 def alfworld_choices(rng: random.Random) -> list[str]:

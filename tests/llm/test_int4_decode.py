@@ -245,3 +245,41 @@ def test_int4_completions_are_cached_apart_from_float32(int4):
         assert int4.decoder is not None and plain.decoder is None
     finally:
         plain.close()
+
+
+def test_stored_packs_are_read_back_instead_of_packing_again(tmp_path, monkeypatch):
+    """A decoder given a store writes its packed layers there; the next one built on the same
+    model reads them (pack_int4 is never called) and decodes bit for bit the same."""
+    from memarena.llm import int4_decode
+
+    model = tiny_model("qwen2")
+    store = tmp_path / "packs"
+    first = Int4Decoder(model, store=store)
+    assert not first.from_store and (store / "packs.safetensors").is_file()
+
+    def no_packing(weight):
+        raise AssertionError("packed again")
+
+    monkeypatch.setattr(int4_decode, "pack_int4", no_packing)
+    second = Int4Decoder(model, store=store)
+    assert second.from_store
+    ones, twos = first.linears(), second.linears()
+    assert sorted(ones) == sorted(twos) and len(ones) == 1 + 4 * 2
+    for name, layer in ones.items():
+        assert torch.equal(layer.packed, twos[name].packed), name
+        assert torch.equal(layer.scales, twos[name].scales), name
+    x = torch.randn(3, 64)
+    assert torch.equal(first.lm_head(x), second.lm_head(x))
+    # a damaged store does not verify: the layers are packed again (and stored again)
+    (store / "packs.safetensors").write_bytes(b"0" * 16)
+    monkeypatch.undo()
+    third = Int4Decoder(model, store=store)
+    assert not third.from_store and Int4Decoder(model, store=store).from_store
+
+
+def test_the_engine_stores_the_packs_beside_the_converted_weights(int4):
+    from memarena.llm.int4_decode import store_name
+
+    stored = [p for p in MODELS.iterdir() if p.name.endswith(store_name())]
+    assert len(stored) == 1 and (stored[0] / "packs.safetensors").is_file()
+    assert int4.decoder.linears()["lm_head"].packed.dtype == torch.uint8

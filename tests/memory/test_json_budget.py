@@ -466,7 +466,7 @@ class _ByteTokenizer:
 
 def test_llguidance_takes_each_longest_answer_and_then_only_the_end_token():
     llguidance = pytest.importorskip("llguidance")
-    from memarena.llm.hf import compact_json  # the options the hf engine decodes with
+    from memarena.llm.hf_constraints import compact_json  # the options the hf engine decodes with
 
     tokenizer = llguidance.LLTokenizer(llguidance.TokenizerWrapper(_ByteTokenizer()))
     schemas: dict[str, dict] = {}

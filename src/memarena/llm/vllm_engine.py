@@ -178,7 +178,11 @@ class VLLMBackbone(BackboneBase):
         gguf_file: str | None = None,
         converted_dir: str | Path | None = None,
         tools_template: str | None = None,
+        resources: dict[str, int | bool] | None = None,
     ) -> None:
+        # resources: what one job with this engine takes from a cluster ({gpus, cpus,
+        # share_gpus}); read by the launchers and the placement check (memarena.launch), not here
+        self.resources = dict(resources or {})
         if int(tensor_parallel_size) < 1:
             raise ConfigError(
                 f"memarena: backbone.tensor_parallel_size={tensor_parallel_size} must be >= 1."
@@ -193,7 +197,7 @@ class VLLMBackbone(BackboneBase):
         self.model_ref = str(model)
         if str(model).startswith("embedded:") or str(model).endswith(".gguf") or gguf_file:
             # vLLM reads safetensors folders: the hf engine's one-off conversion of the GGUF
-            from memarena.llm.hf import local_weights
+            from memarena.llm.hf_loading import local_weights
 
             if converted_dir is None:
                 raise ConfigError(
