@@ -9,7 +9,7 @@
 For every run whose config declares ReMe's ``fig5`` section (``reme_table1``), every failed
 evaluation episode is shown to the backbone (``conf/backbone/<name>.yaml``, the same presets as
 ``run.py backbone=...``; ``--set`` takes their keys) with a fixed prompt and answered with one
-of the failure categories (memarena.results.failure_labels: the paper's Reasoning Error and
+of the failure categories (memarena.reports.reme.failure_labels: the paper's Reasoning Error and
 Action Omission, and ours). The labels go into ``<run dir>/failure_labels.jsonl`` beside
 ``episodes.jsonl``, with the BFCL checker's error type beside each, the labeller's name and the
 prompt version; ``notebooks/reme.ipynb`` draws Figure 5(b) from them. A run already labelled by
@@ -74,8 +74,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
 
-    from memarena.results import failure_labels as fl
-    from memarena.results import reme_report as rr
+    from memarena.reports.reme import failure_labels as fl
+    from memarena.reports.reme import tables as rr
 
     results_dir = Path(args.results_dir).resolve()
     runs = rr.load_runs(results_dir, "fig5")

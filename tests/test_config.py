@@ -164,19 +164,35 @@ def test_jobs_drop_a_forced_key_their_method_does_not_take():
     assert memco.method.k_local == 3
 
 
-def test_sweep_experiment_without_m_says_so():
+def test_sweep_experiment_without_m_is_refused_unless_its_job_is_a_cell():
     from memarena.config_check import plan_overrides
 
-    single = plan_overrides(["experiment=evograph_table1_pddl"], CONF, multirun=False)
-    assert single.error is None
-    (note,) = single.notes
-    assert "experiment=evograph_table1_pddl is a sweep" in note and "Add -m" in note
-    assert plan_overrides(["experiment=evograph_table1_pddl"], CONF, multirun=True).notes == []
-    assert plan_overrides(["method=icl"], CONF, multirun=False).notes == []
+    # pddl_baselines sweeps method: none,icl; alone it would run method=memco under its name
+    error = plan_overrides(["experiment=pddl_baselines"], CONF, multirun=False).error
+    assert "experiment=pddl_baselines is a sweep" in error
+    assert "method=memco (the sweep's: none,icl)" in error
+    assert "python run.py -m experiment=pddl_baselines" in error
+    assert "python run.py experiment=pddl_baselines method=none seed=0" in error
+    # every swept key in the sweep, or set on the command line: one cell, it runs
+    cell = ["experiment=pddl_baselines", "method=icl"]  # seed 0 is one of 0,1,2
+    assert plan_overrides(cell, CONF, multirun=False).error is None
+    mine = ["experiment=pddl_baselines", "method=memco", "seed=7"]  # the user's own cell
+    assert plan_overrides(mine, CONF, multirun=False).error is None
+    assert plan_overrides(["experiment=pddl_baselines"], CONF, multirun=True).error is None
+    assert plan_overrides(["method=icl"], CONF, multirun=False).error is None
+
+
+def test_a_group_named_in_other_words_suggests_the_group():
+    from memarena.config_check import plan_overrides
+
+    error = plan_overrides(["benchmark=pddl"], CONF).error
+    assert error.startswith("memarena: benchmark is not a config key. Did you mean env=pddl?")
+    assert "model=qwen3_8b" not in plan_overrides(["model=qwen3_8b"], CONF).error
+    assert "Did you mean backbone=qwen3_8b?" in plan_overrides(["model=qwen3_8b"], CONF).error
 
 
 def test_cap_warning_names_where_the_caps_come_from():
-    from memarena.config_check import cap_warning
+    from memarena.pipeline.tasks import cap_warning
 
     assert "choose a paper experiment" in cap_warning("demo", (8, 4))
     paper = cap_warning("memco_table1_pddl", (4, 4))
@@ -200,7 +216,11 @@ def test_run_py_sweeps_a_method_key_without_plus_plus(tmp_path):
     assert len(list(tmp_path.rglob("metrics.json"))) == 2
 
 
-def test_run_py_warns_when_a_sweep_experiment_runs_without_m():
-    proc = run_py(["--cfg", "job", "experiment=evograph_table1_pddl"], timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    assert "is a sweep" in proc.stderr and "Add -m" in proc.stderr
+def test_run_py_refuses_a_sweep_experiment_without_m_and_prints_its_config(tmp_path):
+    args = ["experiment=pddl_baselines", f"paths.results_dir={tmp_path}"]
+    proc = run_py(args, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert "python run.py -m experiment=pddl_baselines" in proc.stderr
+    assert "Traceback" not in proc.stderr and not list(tmp_path.iterdir())
+    shown = run_py(["--cfg", "job", *args], timeout=120)  # printing the config runs nothing
+    assert shown.returncode == 0 and "experiment_name: pddl_baselines" in shown.stdout

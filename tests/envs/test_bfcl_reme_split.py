@@ -28,7 +28,10 @@ BFCL_EXPERIMENTS = [
     e
     for e in group_options(CONF, "experiment")
     if e.startswith("reme_")
-    and "override /env: bfcl" in (CONF / "experiment" / f"{e}.yaml").read_text()
+    and any(  # the env override in the file or in its base (conf/experiment/base/reme_bfcl.yaml)
+        line in (CONF / "experiment" / f"{e}.yaml").read_text()
+        for line in ("override /env: bfcl", "- base/reme_bfcl")
+    )
 ]
 
 

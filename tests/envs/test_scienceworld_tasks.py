@@ -9,13 +9,13 @@ from needs import need_module
 
 from memarena.core.errors import ConfigError
 from memarena.envs.scienceworld.agentboard import load_agentboard
+from memarena.envs.scienceworld.task_lists import load_task_list
 from memarena.envs.scienceworld.tasks import (
     FAMILIES,
     TASK_FAMILY,
     TASK_NAMES,
     check_task_names,
     domain_of,
-    load_task_list,
 )
 
 MEMCO = "memco_partitions/ScienceWorld/collab_subsets/v4_id_grouped"

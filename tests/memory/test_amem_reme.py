@@ -194,7 +194,7 @@ def test_a_mems_other_uses_keep_every_task_and_the_trajectory(option):
 
 
 def test_remes_sweeps_name_the_variant_and_memcos_keep_amem_lite():
-    for path in sorted(EXPERIMENTS.glob("*.yaml")):
+    for path in sorted(EXPERIMENTS.rglob("*.yaml")):  # with base/
         params = OmegaConf.load(path).get("hydra", {}).get("sweeper", {}).get("params", {})
         methods = str(params.get("method", "")).split(",")
         if path.name.startswith("reme_") and any(m.startswith("amem") for m in methods):

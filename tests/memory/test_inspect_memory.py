@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import sys
 from pathlib import Path
 
 import pytest
 from baseline_helpers import answer, episode, services
-from doubles import FakeLLM
+from doubles import FakeLLM, use_schema_llm
+from omegaconf import OmegaConf
 from test_memco_method import acquired
 
+from conftest import CONF, compose_cfg
 from memarena.memory.amem import AMem
 from memarena.memory.evograph import EvoGraphMem
 from memarena.memory.generative_agents import GenerativeAgents
@@ -25,7 +28,10 @@ from memarena.memory.memskill import MemSkill
 from memarena.memory.reme import Experience, ReMe
 from memarena.memory.snapshots import known_methods
 from memarena.memory.voyager import Voyager
+from memarena.pipeline import acquire, build
+from memarena.pipeline.build import close_parts
 
+CONF_METHODS = sorted(p.stem for p in (CONF / "method").glob("*.yaml"))
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "inspect_memory.py"
 _spec = importlib.util.spec_from_file_location("inspect_memory", SCRIPT)
 inspect_memory = importlib.util.module_from_spec(_spec)
@@ -50,11 +56,71 @@ def two_episodes(memory) -> None:
     memory.observe_groups([[episode("v:1,0,0", True, "won")], [episode("v:0,1,0", False, "lost")]])
 
 
-def test_every_storing_method_has_an_inspector():
-    assert known_methods() == [
-        "amem", "evograph", "generative_agents", "gmemory", "langmem", "memco", "memorybank",
-        "memrl", "memskill", "reme", "voyager",
-    ]  # fmt: skip
+def config_built_run(tmp_path: Path, method: str):
+    """``conf/method/<method>.yaml`` built as the pipeline builds it (scripted agent, the
+    schema-filling memory LLM, the fake embedder), after acquiring two PDDL tasks: the parts,
+    closed; the run folder is ``parts.store.dir``."""
+    cfg = compose_cfg(
+        [
+            f"method={method}",
+            "env=pddl",
+            "backbone=scripted",
+            "logger=none",
+            "protocol.max_train_tasks=2",
+            "protocol.max_eval_tasks=1",
+            "protocol.step_budget=6",
+            f"paths.results_dir={tmp_path / 'results'}",
+            f"paths.cache_dir={tmp_path / 'cache'}",
+        ]
+    )
+    use_schema_llm(cfg)
+    OmegaConf.update(cfg, "embedder", {"_target_": "doubles.FakeEmbedder"}, merge=False)
+    parts = build(cfg)
+    try:
+        acquire(parts, parts.policy)
+    finally:
+        close_parts(parts)
+    return parts
+
+
+@pytest.mark.parametrize("method", CONF_METHODS)
+def test_a_config_built_run_of_every_method(tmp_path, capsys, monkeypatch, method):
+    """The config names the run (``amem_lite``, ``voyager_parity``, ``gmemory`` for
+    gmemory_memco ...); the snapshot records the method's package, which picks the reader."""
+    parts = config_built_run(tmp_path, method)
+    code, text, err = show(parts.store.dir, capsys, monkeypatch)
+    if parts.memory.size() is None:  # none and icl store nothing
+        assert code == 2 and "none and icl store nothing" in err, err
+        return
+    blob = json.loads((parts.store.memory_dir / "memory.json").read_text())
+    assert blob["package"] == ".".join(type(parts.memory).__module__.split(".")[:3])
+    assert code == 0, err
+    assert f"(method={parts.memory.name})" in text
+    assert len(text.strip().splitlines()) > 1  # the header, then the inspector's text
+
+
+def test_every_inspector_belongs_to_a_configured_method():
+    """No orphan inspector: each ``inspect`` module is the package of a conf/method target."""
+    targets = {
+        m.group(1)
+        for path in (CONF / "method").glob("*.yaml")
+        for m in re.finditer(r"_target_: memarena\.memory\.(\w+)\.", path.read_text())
+    }
+    assert known_methods() and set(known_methods()) <= targets, targets
+
+
+def test_a_snapshot_without_its_package_is_read_by_its_method_name(tmp_path, capsys, monkeypatch):
+    """Snapshots written before ``memory.json`` recorded the package: the name, or its longest
+    ``_``-separated prefix that is a method package, picks the reader."""
+    memory = AMem(services=services(FakeLLM()), mode="lite", name="amem_lite")
+    two_episodes(memory)
+    run_dir = saved(memory, tmp_path)
+    path = run_dir / "memory" / "memory.json"
+    blob = json.loads(path.read_text())
+    assert blob.pop("package") == "memarena.memory.amem"
+    path.write_text(json.dumps(blob))
+    code, text, _ = show(run_dir, capsys, monkeypatch)
+    assert code == 0 and "(method=amem_lite)" in text and "2 notes" in text
 
 
 def test_memco_local_graphs_and_global_records(tmp_path, capsys, monkeypatch):
@@ -189,6 +255,7 @@ def test_clear_errors(tmp_path, capsys, monkeypatch, method):
     code, _, err = show(tmp_path, capsys, monkeypatch)
     assert code == 2
     if method:
-        assert "no inspector for a snapshot of method=mystery; known methods: amem," in err
+        assert "no inspector for a snapshot of method=mystery (package memarena.memory.myst" in err
+        assert "known methods: amem," in err and "memarena/memory/mystery/inspect.py" in err
     else:
         assert "no memory folder under" in err and "none and icl store nothing" in err

@@ -25,7 +25,7 @@ from shared_runs import build_once
 
 from conftest import CONF, ROOT, SCHEMA_LLM, compose_cfg, notebook_text, run_notebook, run_py
 from memarena.config_check import group_options
-from memarena.results import cross_paper_report as xr
+from memarena.reports.cross_paper import tables as xr
 
 ENVS = "pddl,fever,bfcl"
 CAPS = [

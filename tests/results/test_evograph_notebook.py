@@ -1,7 +1,7 @@
 """notebooks/evograph.ipynb on an empty results dir and on a small hand-built results tree in the
 pipeline's layout and keys (Table 1, Figure 3 cells, ``memory_token_usage`` per purpose and an
 EvoGraph-Mem memory snapshot; Tables 1 and 2 on runs the pipeline really wrote are in
-test_notebooks_real_runs.py), plus unit tests of memarena.results.evograph_report and the
+test_notebooks_real_runs.py), plus unit tests of memarena.reports.evograph.tables and the
 paper's stated numbers."""
 
 import json
@@ -11,9 +11,10 @@ import pandas as pd
 import pytest
 
 from conftest import ROOT, notebook_text, run_notebook
-from memarena.results import evograph_report as er
-from memarena.results.paper import paper_numbers
-from memarena.results.report_common import declaring_configs, experiment_configs, purpose_calls
+from memarena.reports.common import declaring_configs, experiment_configs, purpose_calls
+from memarena.reports.evograph import figures as ef
+from memarena.reports.evograph import tables as er
+from memarena.reports.paper import paper_numbers
 
 EVOGRAPH_NB = ROOT / "notebooks" / "evograph.ipynb"
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -361,7 +362,7 @@ def test_version_chain_and_tables(tmp_path):
     )
     assert er.load_snapshot(run)["edges"] == SNAPSHOT_STATE["edges"]
     assert er.find_snapshots(tmp_path) == [run / "memory"]
-    path, _ = er.figure_chain(chain, tmp_path / "out")
+    path, _ = ef.figure_chain(chain, tmp_path / "out")
     assert path.read_bytes()[:8] == PNG
 
 

@@ -1,5 +1,6 @@
-"""ReMe Figure 5(b) in the paper's categories: the LLM labeller (memarena.results.failure_labels),
-its file in the results tree, and the notebook's table and figure from it.
+"""ReMe Figure 5(b) in the paper's categories: the LLM labeller
+(memarena.reports.reme.failure_labels), its file in the results tree, and the notebook's table
+and figure from it.
 
 Hand-built run folders in the pipeline's layout; the labeller is a scripted LLM double, except
 one test that asks the real embedded SmolLM2 (one batched call of two requests)."""
@@ -14,8 +15,9 @@ import pandas as pd
 import pytest
 from doubles import FakeLLM
 
-from memarena.results import failure_labels as fl
-from memarena.results import reme_report as rr
+from memarena.reports.reme import failure_labels as fl
+from memarena.reports.reme import figures as rf
+from memarena.reports.reme import tables as rr
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -111,7 +113,7 @@ def test_failure_categories_llm_counts_failed_tasks_per_label_and_the_figure(tmp
     assert rr.unlabelled_runs(runs, ["none", "reme"]) == [str(base), str(variant)]
     empty = rr.failure_categories_llm(runs, "reme")
     assert empty.empty and list(empty.columns) == rr.FIG5B_COLUMNS
-    path, _ = rr.figure5b(empty, tmp_path / "out", missing="python scripts/label_failures.py")
+    path, _ = rf.figure5b(empty, tmp_path / "out", missing="python scripts/label_failures.py")
     assert path.read_bytes()[:8] == PNG  # a figure that says what to run
 
     # labels: t1 runs 0/1 Reasoning / Reasoning, t2 Action Omission, t3 (not a failed task) Other
@@ -129,7 +131,7 @@ def test_failure_categories_llm_counts_failed_tasks_per_label_and_the_figure(tmp
     )
     assert set(table["labeller"]) == {"fake-llm"} and set(table["prompt_version"]) == {"fig5b-v1"}
     assert set(table.index.get_level_values("category")) == set(fl.CATEGORIES)
-    path, fig = rr.figure5b(table.reset_index(), tmp_path / "out")
+    path, fig = rf.figure5b(table.reset_index(), tmp_path / "out")
     assert path.name == "fig5b_failure_categories.png" and path.read_bytes()[:8] == PNG
     bars = {round(p.get_y() + p.get_height() / 2, 3): p.get_width() for p in fig.axes[0].patches}
     assert sum(bars.values()) == 3  # 2 No Memory + 1 ReMe failed tasks

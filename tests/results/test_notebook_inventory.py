@@ -14,14 +14,14 @@ import nbformat
 import pytest
 
 from conftest import ROOT
-from memarena.results import inventory as inv
+from memarena.reports import inventory as inv
 
 PAPERS_DIR = ROOT.parent / "shared" / "papers"
 CAPTION = re.compile(r"(Table|Figure) ((?:A\\?\.)?[0-9]+)\\?:")
 # captions counted by hand in the texts (MemCo: Tables 1-18, Figures 1-6, A.1-A.6; ReMe:
 # Tables 1-9, Figures 1-9; EvoGraph-Mem: Tables 1-2, Figures 1-3)
 COUNTS = {"MemCo": (18, 12), "ReMe": (9, 9), "EvoGraph-Mem": (2, 3)}
-REPORT_CODE = sorted((ROOT / "src" / "memarena" / "results").glob("*.py"))
+REPORT_CODE = sorted((ROOT / "src" / "memarena" / "reports").rglob("*.py"))
 
 
 def paper_labels(paper: str) -> list[str]:
@@ -106,7 +106,7 @@ def test_every_paper_figure_the_report_code_draws_is_in_the_inventory(rows):
     listed = {name for r in rows for name in r.outputs}
     drawn = set()
     for path in REPORT_CODE:
-        if path.stem in ("memco_report", "memco_figures", "reme_report", "evograph_report"):
+        if path.parent.name in ("memco", "reme", "evograph"):
             drawn |= set(re.findall(r'"([A-Za-z0-9_]+\.png)"', path.read_text(encoding="utf-8")))
     assert drawn and not drawn - listed, (
         f"figures missing from notebooks/README.md: {drawn - listed}"

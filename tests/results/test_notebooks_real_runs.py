@@ -50,9 +50,9 @@ import pytest
 from shared_runs import build_once
 
 from conftest import NOTEBOOK, ROOT, SCHEMA_LLM, notebook_text, run_notebook, run_py, run_script
-from memarena.results import evograph_report as er
-from memarena.results import failure_labels as fl
-from memarena.results import inventory
+from memarena.reports import inventory
+from memarena.reports.evograph import tables as er
+from memarena.reports.reme import failure_labels as fl
 
 NOTEBOOKS = ROOT / "notebooks"
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -421,10 +421,11 @@ def check_memco_fig1bc(tree: Path, out: Path) -> None:
 
 
 def check_memco_fig3abc(tree: Path, out: Path) -> None:
-    from memarena.results import memco_report as mr
+    from memarena.reports.memco import figures as mf
+    from memarena.reports.memco import tables as mr
 
     s12 = mr.summarize(mr.long_metrics(mr.load_runs(tree, "table12")))
-    _, fig = mr.figure_memory_cost(s12, out / "redrawn")
+    _, fig = mf.figure_memory_cost(s12, out / "redrawn")
     local = metrics(tree, "memco_table12", "alfworld_suite", "memco+local_only")
     for ax, key in zip(fig.axes, mr.MEMORY_COST.values(), strict=True):
         height = ax.patches[mr.SCOPE_VARIANTS.index("local_only")].get_height()
@@ -433,10 +434,11 @@ def check_memco_fig3abc(tree: Path, out: Path) -> None:
 
 def check_memco_fig4cd(tree: Path, out: Path) -> None:
     """Figure 4(c,d) plots our Table 12 run (a stand-in ALFWorld suite) beside the paper's."""
-    from memarena.results import memco_report as mr
+    from memarena.reports.memco import figures as mf
+    from memarena.reports.memco import tables as mr
 
     s12 = mr.summarize(mr.long_metrics(mr.load_runs(tree, "table12")))
-    _, fig = mr.figure_variants(s12, mr.SCOPE_VARIANTS, out / "redrawn", "f.png")
+    _, fig = mf.figure_variants(s12, mr.SCOPE_VARIANTS, out / "redrawn", "f.png")
     local = metrics(tree, "memco_table12", "alfworld_suite", "memco+local_only")
     heights = [p.get_height() for p in fig.axes[0].patches]  # accuracy bars, familiar first
     familiar = 100 * local["per_split"]["valid_seen"]["success_rate"]
@@ -476,7 +478,7 @@ def check_memco_appj_global(tree: Path, out: Path) -> None:
 
 def check_memco_appj_local(tree: Path, out: Path) -> None:
     """PNG only: the report function draws one panel per agent of the saved local graphs."""
-    from memarena.results import memco_figures as mf
+    from memarena.reports.memco import figures as mf
 
     state = memco_pddl_state(tree)
     assert state["agents"]

@@ -2,7 +2,7 @@
 pipeline's layout and keys (Tables 1-5, Figure 4 cells, episodes for Figure 5, the cross-paper
 runs, ``memory_token_usage`` / ``memory_fallbacks``; Table 1, Figure 5 and the cost table on
 runs the pipeline really wrote are in test_notebooks_real_runs.py), plus unit tests of
-memarena.results.reme_report, of the selection of a section's runs by the report membership
+memarena.reports.reme.tables, of the selection of a section's runs by the report membership
 their metrics.json declares, and of the paper's stated numbers."""
 
 import json
@@ -12,10 +12,10 @@ import pandas as pd
 import pytest
 
 from conftest import ROOT, notebook_text, run_notebook
-from memarena.results import reme_report as rr
-from memarena.results.paper import COLUMNS, paper_numbers
+from memarena.reports.common import declaring_configs, experiment_configs
+from memarena.reports.paper import COLUMNS, paper_numbers
+from memarena.reports.reme import tables as rr
 from memarena.results.records import EpisodeRecord
-from memarena.results.report_common import declaring_configs, experiment_configs
 
 REME_NB = ROOT / "notebooks" / "reme.ipynb"
 PNG = b"\x89PNG\r\n\x1a\n"

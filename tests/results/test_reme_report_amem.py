@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from memarena.results import reme_report as rr
+from memarena.reports.reme import tables as rr
 
 BB = "qwen3-8b"  # conf/backbone/qwen3_8b.yaml's name, as in result paths
 

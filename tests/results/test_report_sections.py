@@ -1,14 +1,13 @@
 """The report membership the experiment configs declare (``report: {paper, tables}`` in
 conf/experiment/*.yaml) against the sections the report modules know, and the helpers of
-memarena.results.report_common that read those declarations for the "no results yet" hint."""
+memarena.reports.common that read those declarations for the "no results yet" hint."""
 
 import pandas as pd
 import pytest
 import yaml
 
 from conftest import CONF
-from memarena.results import cross_paper_report, evograph_report, memco_report, reme_report
-from memarena.results.report_common import (
+from memarena.reports.common import (
     CONF_DIR,
     declaring_configs,
     experiment_configs,
@@ -16,12 +15,16 @@ from memarena.results.report_common import (
     report_missing,
     section_runs,
 )
+from memarena.reports.cross_paper import tables as cross_paper_tables
+from memarena.reports.evograph import tables as evograph_tables
+from memarena.reports.memco import tables as memco_tables
+from memarena.reports.reme import tables as reme_tables
 
 MODULES = {
-    "memco": memco_report,
-    "evograph": evograph_report,
-    "reme": reme_report,
-    "cross_paper": cross_paper_report,
+    "memco": memco_tables,
+    "evograph": evograph_tables,
+    "reme": reme_tables,
+    "cross_paper": cross_paper_tables,
 }
 PAPER_CONFIGS = sorted(
     p.stem for p in (CONF / "experiment").glob("*.yaml") if p.stem.split("_")[0] in MODULES

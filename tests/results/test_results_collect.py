@@ -12,6 +12,7 @@ from memarena.results.collect import (
     collect,
     format_summary,
     in_report,
+    plot_summary,
     read_episodes,
     summary_table,
     to_markdown,
@@ -213,3 +214,34 @@ def test_make_tables_cli(tree, tmp_path):
         timeout=120,
     )
     assert res.returncode == 2 and "does not exist" in res.stderr
+
+
+def test_overview_figure_panels_show_only_their_runs_and_bounded_error_bars():
+    """plot_summary (overview.png): a panel lists the methods that ran in its experiment, each
+    in the colour it has in every panel, and a rate's error bar stops at 1."""
+    rows = [
+        ("memco_table1", "pddl", "memco", 0.9, 0.3),
+        ("memco_table1", "pddl", "gmemory", 0.5, 0.1),
+        ("demo", "pddl", "none", 0.2, float("nan")),
+        ("demo", "pddl", "memco", 0.05, 0.2),
+    ]
+    summary = pd.DataFrame(
+        [{"experiment": e, "env": v, "variant": m, "backbone": "b",
+          "success_rate_mean": mean, "success_rate_std": std} for e, v, m, mean, std in rows]
+    )  # fmt: skip
+    fig = plot_summary(summary, ["success_rate"])
+    top, bottom = fig.axes
+    assert [t.get_text() for t in top.get_yticklabels()] == ["memco", "gmemory"]
+    assert [t.get_text() for t in bottom.get_yticklabels()] == ["memco", "none"]  # one order
+    assert top.patches[0].get_facecolor() == bottom.patches[0].get_facecolor()  # memco
+    assert top.patches[1].get_facecolor() != bottom.patches[1].get_facecolor()
+    assert top.get_legend() is None and bottom.get_legend() is None  # the y axis names them
+    for ax in (top, bottom):
+        assert ax.get_xlim() == (0.0, 1.0)
+        ends = [x for c in ax.collections for seg in c.get_segments() for x, _ in seg]
+        assert ends and min(ends) >= 0.0 and max(ends) <= 1.0
+    spans = [list(seg[:, 0]) for seg in top.collections[0].get_segments()]
+    # 0.9 - 0.3 .. 1 (clipped); 0.5 +- 0.1
+    assert spans == [pytest.approx([0.6, 1.0]), pytest.approx([0.4, 0.6])]
+    spans = [list(seg[:, 0]) for seg in bottom.collections[0].get_segments()]
+    assert spans == [pytest.approx([0.0, 0.25])]  # 0.05 - 0.2 from 0; one seed: no bar

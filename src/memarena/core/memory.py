@@ -61,7 +61,8 @@ Per-domain memories (MemCo's protocol, ``protocol.domain_memories: per_domain``)
     (:mod:`memarena.memory.team`).
 
 Snapshot
-    :meth:`save` / :meth:`load` write and read ``memory.json`` with ``name`` and
+    :meth:`save` / :meth:`load` write and read ``memory.json`` with ``name``, ``package`` (the
+    Python package defining the method; its ``inspect`` module shows the snapshot) and
     ``schema_version``; implement :meth:`state_dict` / :meth:`load_state_dict` (JSON values
     only). Loading a snapshot must give a memory that answers exactly as the saved one did.
 
@@ -85,6 +86,7 @@ LLM output
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -290,9 +292,16 @@ class MemoryMethod:
         )
 
     # -- snapshot ------------------------------------------------------------------------------
+    @property
+    def package(self) -> str:
+        """The Python package that defines the method (``memarena.memory.amem``). The snapshot
+        records it, and its reader is that package's ``inspect`` module, whatever ``name`` the
+        config gave the run (``amem_lite``, ``gmemory`` for a G-Memory variant, ...)."""
+        return sys.modules[type(self).__module__].__package__ or ""
+
     def save(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
-        blob = {"method": self.name, "schema_version": self.schema_version}
+        blob = {"method": self.name, "package": self.package, "schema_version": self.schema_version}
         with gc_paused():  # a large memory: collections would walk it on every allocation
             blob["state"] = self.state_dict()
             text = json.dumps(blob, ensure_ascii=False)

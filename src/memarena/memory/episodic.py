@@ -6,10 +6,11 @@
   (:meth:`StoredTask.program`).
 - :class:`VectorIndex`: ids with unit-normalised embeddings in one float32 matrix; cosine search
   of the top-k among an allowed subset is one matrix-vector product; snapshots as base64.
-- :class:`ModalBaseline`: what the three methods share around their mechanisms: the two modes
-  (``parity``: as G-Memory's code runs them; ``faithful``: their papers), ``top_k`` with a
-  default per mode, the memory's clock (tasks observed), counters, per-purpose token usage and
-  fallbacks, and those parts of the snapshot.
+- :class:`ModalBaseline`: what the three methods (and A-Mem, MemRL, MemSkill, LangMem) share
+  around their mechanisms: the two modes (``parity``: as G-Memory's code runs them;
+  ``faithful``: their papers), ``top_k`` with a default per mode, ``observation_chars``,
+  ``max_tokens`` and ``temperature``, the memory's clock (tasks observed), counters,
+  per-purpose token usage and fallbacks, and those parts of the snapshot.
 
 The G-Memory reference code (bingreeky/GMemory, ``mas_memory/``) keeps these baselines' tasks
 in a Chroma store searched by squared L2 over unit MiniLM embeddings, which ranks as cosine
@@ -308,20 +309,30 @@ class ModalBaseline(MemoryMethod):
     """Base of MemoryBank, Voyager and Generative Agents (see the module docstring).
 
     Subclasses set ``name`` (the method, also the fallback-kind prefix), ``MODES`` (when not
-    parity / faithful), ``DEFAULT_TOP_K`` ({mode: k}), ``PURPOSES`` (their LLM calls) and
-    ``COUNTS`` (their counters), and implement ``observe_groups`` and ``retrieve_batch``."""
+    parity / faithful), ``DEFAULT_TOP_K`` ({mode: k}), ``PURPOSES`` (their LLM calls),
+    ``COUNTS`` (their counters) and ``TEMPERATURE`` (when not 0), and implement
+    ``observe_groups`` and ``retrieve_batch``.
+
+    The keys every subclass takes: ``mode``, ``top_k``, ``observe_batch``,
+    ``observation_chars`` (each observation clipped to this in what the memory stores or
+    sends), ``max_tokens`` (:meth:`set_token_caps`) and ``temperature`` (the memory LLM's;
+    null: the class's ``TEMPERATURE``)."""
 
     granularity = "task"
     MODES: tuple[str, ...] = MODES  # the first is the default
     DEFAULT_TOP_K: dict[str, int] = {"parity": 1, "faithful": 1}
     PURPOSES: tuple[str, ...] = ()
     COUNTS: tuple[str, ...] = ("writes",)
+    TEMPERATURE: float = 0.0  # the memory LLM's sampling temperature when the config gives none
 
     def __init__(
         self,
         mode: str | None = None,
         top_k: int | None = None,
         observe_batch: int = 16,
+        observation_chars: int = 300,
+        max_tokens: Any = None,
+        temperature: float | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -338,8 +349,11 @@ class ModalBaseline(MemoryMethod):
         self.clock = 0  # tasks observed so far: the memory's time
         self.counts = {c: 0 for c in self.COUNTS}
         self.token_usage = {p: {} for p in self.PURPOSES}
-        self.token_caps: dict[str, int | None] = {p: None for p in self.PURPOSES}
         self.fallbacks: dict[str, int] = {}
+        self.observation_chars = int(observation_chars)
+        self.token_caps: dict[str, int | None] = {}
+        self.set_token_caps(max_tokens)
+        self.temperature = float(self.TEMPERATURE if temperature is None else temperature)
 
     def _observe(self, trajectory: Trajectory, outcome: Outcome) -> None:
         self.observe_groups([[(trajectory, outcome)]])

@@ -2,8 +2,9 @@
 
 Each method package that stores something has an ``inspect`` module with
 ``describe(state, *, top=20) -> str``: the saved ``state`` (what its ``state_dict`` wrote) as
-readable text. This module finds a run's snapshots, dispatches on the snapshot's method name,
-and holds the few helpers those modules share.
+readable text. This module finds a run's snapshots, dispatches on the package the snapshot
+records (``memory.json`` ``package``; older snapshots: the method name), and holds the few
+helpers those modules share.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import importlib
 import inspect
 import json
 import pkgutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -63,8 +65,9 @@ def load_snapshot(path: Path) -> dict[str, Any]:
 
 
 def package_of(method: str) -> str:
-    """The method package a snapshot's method name belongs to: the name itself, or its longest
-    ``_``-separated prefix that is a package (``amem_lite`` is A-Mem's)."""
+    """The method package of a snapshot that does not record its ``package`` (written before
+    snapshots did): the name itself, or its longest ``_``-separated prefix that is a package
+    (``amem_lite`` is A-Mem's)."""
     known, parts = known_methods(), method.split("_")
     for n in range(len(parts), 0, -1):
         if "_".join(parts[:n]) in known:
@@ -72,17 +75,29 @@ def package_of(method: str) -> str:
     return method
 
 
+def inspector_of(blob: dict[str, Any]) -> Callable[..., str]:
+    """The ``describe`` of the package that wrote ``blob``: its recorded ``package``
+    (``memarena.memory.amem``), else the package its method name belongs to
+    (:func:`package_of`)."""
+    method = str(blob.get("method"))
+    package = blob.get("package") or f"{memory_package.__name__}.{package_of(method)}"
+    module = f"{package}.inspect"
+    try:
+        return importlib.import_module(module).describe
+    except ModuleNotFoundError as err:
+        if not err.name or not module.startswith(err.name):  # a broken inspector: its own error
+            raise
+        raise ConfigError(
+            f"memarena: no inspector for a snapshot of method={method} (package {package}); "
+            f"known methods: {', '.join(known_methods())}. Add {package.replace('.', '/')}"
+            "/inspect.py with describe(state, *, top) -> str."
+        ) from None
+
+
 def describe_snapshot(blob: dict[str, Any], **options: Any) -> str:
     """The text of a snapshot, by its method's ``inspect.describe``. ``options`` it does not
     take are left out (``threshold``, ``alpha`` and ``rule`` are MemCo's)."""
-    method = package_of(str(blob.get("method")))
-    if method not in known_methods():
-        raise ConfigError(
-            f"memarena: no inspector for a snapshot of method={method}; known methods: "
-            f"{', '.join(known_methods())}. Add memarena/memory/{method}/inspect.py with "
-            "describe(state, *, top) -> str."
-        )
-    describe = importlib.import_module(f"memarena.memory.{method}.inspect").describe
+    describe = inspector_of(blob)
     taken = inspect.signature(describe).parameters
     kept = {k: v for k, v in options.items() if k in taken}
     state = blob["state"]

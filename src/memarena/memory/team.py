@@ -57,6 +57,7 @@ class DomainTeam(MemoryMethod):
         for attr in COPIED:
             setattr(self, attr, getattr(model, attr))
         self._factory = factory
+        self._package = model.package  # the snapshot's reader is the method's, not the team's
         self._spare: MemoryMethod | None = model
         self.domains: dict[str, MemoryMethod] = {}
         self.global_memory: MemoryMethod | None = None
@@ -231,6 +232,10 @@ class DomainTeam(MemoryMethod):
         return sum(s or 0 for s in sizes) + extra
 
     # -- snapshot -----------------------------------------------------------------------------
+    @property
+    def package(self) -> str:
+        return self._package
+
     def state_dict(self) -> dict[str, Any]:
         # the domain memories first: writing a snapshot may finish a member's acquisition
         # (MemSkill rebuilds its memory from replay), and the global memory merges what it left

@@ -1,5 +1,5 @@
-"""Task lists: caps that keep every domain, the chunks a learning memory is updated by, and
-what a resume keeps when it retries error episodes."""
+"""Task lists: caps that keep every domain (and the warning a capped run logs), the chunks a
+learning memory is updated by, and what a resume keeps when it retries error episodes."""
 
 from __future__ import annotations
 
@@ -55,3 +55,20 @@ def drop_errors(
         if first is not None:
             drop |= {t.id for c in task_chunks[first + 1 :] for t in c}
     return {tid: value for tid, value in done.items() if tid not in drop}
+
+
+def cap_warning(experiment: str | None, caps: tuple[object, object]) -> str:
+    """The warning for a run with task caps: where the caps come from and how to lift them.
+    The demo (the default experiment) is capped on purpose; a paper experiment or ``adhoc`` run
+    is capped by ``protocol.max_*`` set on the command line or in its file."""
+    counts = f"max_train_tasks={caps[0]}, max_eval_tasks={caps[1]}"
+    if experiment == "demo":
+        return (
+            f"experiment=demo caps tasks ({counts}); choose a paper experiment "
+            "(experiment=<file>) or experiment=null for full runs"
+        )
+    experiment = "null" if experiment is None else experiment
+    return (
+        f"experiment={experiment} runs with task caps ({counts}); set "
+        "protocol.max_train_tasks=null protocol.max_eval_tasks=null for its full task sets"
+    )

@@ -276,6 +276,21 @@ def write_tables(
     return paths
 
 
+BOUNDED = ("_rate", "_at_k")  # metrics in [0, 1]: the axis and the error bars stop there
+
+
+def _error_bars(ax, mean: pd.Series, std: pd.Series, bounded: bool) -> None:
+    """Error bars of std around the bars' ``mean`` where there is a spread (none for one
+    seed), clipped to [0, 1] when the metric is a rate."""
+    shown = std.fillna(0.0) > 0
+    if not shown.any():
+        return
+    mean, std = mean[shown], std[shown]
+    low, high = (std.clip(upper=mean), std.clip(upper=1.0 - mean)) if bounded else (std, std)
+    ax.errorbar(mean, list(mean.index), xerr=[list(low), list(high)], fmt="none",
+                ecolor="black", elinewidth=1, capsize=2)  # fmt: skip
+
+
 def plot_summary(
     summary: pd.DataFrame,
     metrics: Sequence[str] = ("success_rate", "progress_rate"),
@@ -283,13 +298,15 @@ def plot_summary(
     hue: str = "variant",
     facet: str = "experiment",
 ):
-    """Horizontal bars of each metric's mean per ``hue`` with error bars of the std over seeds.
+    """Horizontal bars of each metric's mean per ``hue`` with error bars of the std over seeds
+    (clipped to [0, 1] for rates).
 
-    One row of panels per ``facet`` value (experiment), one column per metric; within a panel
-    the y axis holds the other group columns that vary (env, backbone), ``hue`` within each.
-    The width is fixed and the height grows with the bars, so the figure stays readable however
-    many experiments and methods there are. Saves a PNG to ``path`` when given; returns the
-    matplotlib figure.
+    One row of panels per ``facet`` value (experiment), one column per metric. A panel has
+    one bar per (group, ``hue``) that ran in its facet, labelled on the y axis (the group: the
+    other columns that vary, env and backbone, when there are several); a ``hue`` keeps its
+    colour in every panel. The width is fixed and the height grows with the bars, so the
+    figure stays readable however many experiments and methods there are. Saves a PNG to
+    ``path`` when given; returns the matplotlib figure.
     """
     import matplotlib.pyplot as plt
 
@@ -305,13 +322,18 @@ def plot_summary(
     blocks = []
     for f in facets:
         part = summary[summary[facet].astype(str) == f] if facet in summary else summary
-        labels = (
+        groups = (
             part[y_cols].astype(str).agg(" | ".join, axis=1)
             if y_cols
-            else pd.Series("all", index=part.index)
+            else pd.Series("", index=part.index)
         )
-        blocks.append((f, part, labels, list(dict.fromkeys(labels))))
-    heights = [max(1.6, 0.22 * len(ys) * len(hues) + 0.9) for _, _, _, ys in blocks]
+        part = part.assign(_group=groups, _hue=part[hue].astype(str))
+        order = {g: i for i, g in enumerate(dict.fromkeys(groups))}
+        part = part.sort_values(
+            ["_group", "_hue"], key=lambda s: s.map(order if s.name == "_group" else hues.index)
+        )
+        blocks.append((f, part.reset_index(drop=True)))
+    heights = [max(1.4, 0.24 * len(part) + 0.8) for _, part in blocks]
     fig, axes = plt.subplots(
         len(blocks),
         len(metrics),
@@ -319,23 +341,20 @@ def plot_summary(
         squeeze=False,
         gridspec_kw={"height_ratios": heights},
     )
-    height = 0.8 / len(hues)
-    for row, (f, part, labels, ys) in enumerate(blocks):
+    for row, (f, part) in enumerate(blocks):
+        pairs = zip(part["_group"], part["_hue"], strict=True)
+        labels = [f"{g} | {h}" if g else h for g, h in pairs]
+        color = [colors(hues.index(h) % colors.N) for h in part["_hue"]]
         for ax, m in zip(axes[row], metrics, strict=True):
-            for j, h in enumerate(hues):
-                sub = part[part[hue].astype(str) == h]
-                offset = (j - (len(hues) - 1) / 2) * height
-                pos = [ys.index(label) + offset for label in labels[sub.index]]
-                ax.barh(
-                    pos, sub[f"{m}_mean"], height, xerr=sub[f"{m}_std"].fillna(0.0), capsize=2,
-                    label=h, color=colors(j % colors.N),
-                )  # fmt: skip
-            ax.set_yticks(range(len(ys)), ys, fontsize="small")
-            ax.invert_yaxis()
+            bounded = m.endswith(BOUNDED)
+            mean = part[f"{m}_mean"]
+            ax.barh(range(len(part)), mean, 0.8, color=color)
+            _error_bars(ax, mean, part[f"{m}_std"], bounded)
+            ax.set_yticks(range(len(part)), labels, fontsize="small")
+            ax.set_ylim(len(part) - 0.5, -0.5)  # the first row on top
             ax.set_title(f"{f}: {m}" if facet in summary else m, fontsize="medium")
-            if m.endswith(("_rate", "_at_k")):
-                ax.set_xlim(0, 1.05)
-        axes[row][-1].legend(fontsize="x-small", loc="center left", bbox_to_anchor=(1.0, 0.5))
+            if bounded:
+                ax.set_xlim(0, 1.0)
     fig.tight_layout()
     if path is not None:
         Path(path).parent.mkdir(parents=True, exist_ok=True)

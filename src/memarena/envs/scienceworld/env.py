@@ -24,6 +24,7 @@ from memarena.envs.scienceworld.catalog import Catalog
 from memarena.envs.scienceworld.episode import ScienceWorldEpisode
 from memarena.envs.scienceworld.prompts import ACTION_FORMAT, FEWSHOT, SYSTEM
 from memarena.envs.scienceworld.simulator import SimulatorPool
+from memarena.envs.scienceworld.task_lists import load_task_list
 from memarena.envs.scienceworld.tasks import (
     FAMILIES,
     PARTITIONS,
@@ -31,7 +32,6 @@ from memarena.envs.scienceworld.tasks import (
     TaskRef,
     check_task_names,
     domain_of,
-    load_task_list,
 )
 
 log = logging.getLogger(__name__)

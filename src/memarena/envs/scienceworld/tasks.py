@@ -12,9 +12,7 @@ variations (identify-life-stages-1/2 have only 6/4 train variations).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from pathlib import Path
 
 from memarena.core.errors import ConfigError
 
@@ -112,35 +110,3 @@ def check_task_names(names: list[str] | None) -> list[str]:
             f"valid: {list(TASK_NAMES)} (or null for all 30)."
         )
     return list(dict.fromkeys(names))
-
-
-def load_task_list(path: str | Path) -> list[TaskRef]:
-    """A JSON list of ``{sw_task_name, variation_idx[, sw_task_desc]}`` records (MemCo's
-    ``collab_subsets/v4_id_grouped/*__{train,test}.json``), or AgentBoard's ``.jsonl``."""
-    p = Path(path).expanduser()
-    if p.suffix == ".jsonl" and p.is_file():  # AgentBoard's sciworld_test.jsonl
-        from memarena.envs.scienceworld.agentboard import load_agentboard
-
-        return [t.ref() for t in load_agentboard(p)]
-    if not p.is_file():
-        raise ConfigError(
-            f"memarena: env.task_list={str(p)!r} does not exist; give a JSON list of "
-            "{sw_task_name, variation_idx} records (e.g. MemCo's merged__test.json) or null."
-        )
-    try:
-        records = json.loads(p.read_text())
-        refs = [
-            TaskRef(
-                str(r["sw_task_name"]).replace("mendellian", "mendelian"),
-                int(r["variation_idx"]),
-                str(r.get("sw_task_desc", "")),
-            )
-            for r in records
-        ]
-    except (ValueError, KeyError, TypeError) as exc:
-        raise ConfigError(
-            f"memarena: env.task_list={str(p)!r} is not a JSON list of "
-            f"{{sw_task_name, variation_idx}} records ({exc})."
-        ) from None
-    check_task_names(sorted({r.task_name for r in refs}) or None)
-    return refs

@@ -138,6 +138,7 @@ class AMem(ModalBaseline):
     DEFAULT_TOP_K = {"full": 3, "lite": 3}
     DEFAULT_INDEX_TEXT = {"full": "amem", "lite": "content"}
     PURPOSES = ("analysis", "evolution", "extraction")
+    TEMPERATURE = 0.7  # A-Mem's analysis temperature
     # skipped: failed tasks not written (success_only)
     COUNTS = ("writes", "evolutions", "links", "neighbour_updates", "consolidations", "skipped")
 
@@ -157,8 +158,6 @@ class AMem(ModalBaseline):
         content_chars: int | None = 4000,
         success_only: bool = False,
         note_content: str = "trajectory",
-        max_tokens: Any = None,
-        temperature: float = 0.7,
         observe_batch: int = 16,
         **kwargs: Any,
     ) -> None:
@@ -190,8 +189,6 @@ class AMem(ModalBaseline):
             )
         self.success_only = success_only
         self.note_content = _choice("note_content", note_content, NOTE_CONTENTS)
-        self.set_token_caps(max_tokens)
-        self.temperature = float(temperature)
         self.notes: dict[str, Note] = {}
         self.index = VectorIndex()
 

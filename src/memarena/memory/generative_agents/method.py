@@ -75,9 +75,6 @@ class GenerativeAgents(ModalBaseline):
         reflection_questions: int = 3,
         reflection_evidence: int = 10,
         insights_per_question: int = 5,
-        observation_chars: int = 300,
-        max_tokens: Any = None,
-        temperature: float = 0.0,
         observe_batch: int = 16,
         **kwargs: Any,
     ) -> None:
@@ -92,9 +89,6 @@ class GenerativeAgents(ModalBaseline):
         self.threshold = float(reflection_threshold)
         self.window, self.n_questions = int(reflection_window), int(reflection_questions)
         self.n_evidence, self.n_insights = int(reflection_evidence), int(insights_per_question)
-        self.observation_chars = int(observation_chars)
-        self.set_token_caps(max_tokens)
-        self.temperature = float(temperature)
         self.stream = MemoryStream()  # faithful
         self.pending_importance = 0.0  # summed importance since the last reflection
         self.tasks: dict[str, StoredTask] = {}  # parity

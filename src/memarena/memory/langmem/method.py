@@ -43,7 +43,6 @@ from typing import Any
 import numpy as np
 
 from memarena.core import ConfigError, MemoryContext, MemoryQuery, Outcome, Trajectory
-from memarena.llm.base import plain
 from memarena.memory.episodic import ModalBaseline, Pair
 from memarena.memory.langmem import prompts
 from memarena.memory.langmem.schema import Episode, render_episode
@@ -92,15 +91,13 @@ class LangMem(ModalBaseline):
         max_calls: int = 3,
         field_chars: int = 400,
         max_items: int = 4,
-        observation_chars: int = 300,
-        max_tokens: Any = None,
-        temperature: float = 0.0,
         observe_batch: int = 16,
         **kwargs: Any,
     ) -> None:
         super().__init__(top_k=top_k, observe_batch=observe_batch, **kwargs)
         require_langmem()
-        parts = plain(namespace)
+        # a config list (Hydra's ListConfig) iterates as its items
+        parts = namespace
         namespace = (parts,) if isinstance(parts, str) else tuple(str(p) for p in parts or ())
         if not namespace or any("{" in part or "}" in part for part in namespace):
             raise ConfigError(
@@ -124,11 +121,9 @@ class LangMem(ModalBaseline):
         self.query_limit, self.instructions = int(query_limit), instructions
         self.enable_inserts, self.enable_deletes = bool(enable_inserts), bool(enable_deletes)
         self.max_steps, self.success_only = int(max_steps), bool(success_only)
-        self.index_fields = [str(f) for f in plain(index_fields)] if index_fields else None
+        self.index_fields = [str(f) for f in index_fields] if index_fields else None
         self.max_calls, self.field_chars = int(max_calls), int(field_chars)
-        self.max_items, self.observation_chars = int(max_items), int(observation_chars)
-        self.set_token_caps(max_tokens)
-        self.temperature = float(temperature)
+        self.max_items = int(max_items)
         self._store: Any = None
         self._index: Any = None  # store.SearchIndex: the store's vectors, rebuilt per change
         self._manager: Any = None

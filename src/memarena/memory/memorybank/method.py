@@ -62,6 +62,7 @@ class MemoryBank(ModalBaseline):
     schema_version = 1
     DEFAULT_TOP_K = {"parity": 1, "faithful": 3}
     PURPOSES = ("summary", "overview")
+    TEMPERATURE = 0.1  # the reference's summary temperature
     COUNTS = ("writes", "forgotten", "recalls", "overviews")
 
     def __init__(
@@ -74,10 +75,7 @@ class MemoryBank(ModalBaseline):
         tasks_per_day: int = 5,
         overview: bool = True,
         summary_chars: int = 600,
-        observation_chars: int = 300,
         trajectory_chars: int = 6000,
-        max_tokens: Any = None,
-        temperature: float = 0.1,
         observe_batch: int = 16,
         **kwargs: Any,
     ) -> None:
@@ -100,10 +98,7 @@ class MemoryBank(ModalBaseline):
         self.forget_threshold = float(forget_threshold)
         self.tasks_per_day = int(tasks_per_day)
         self.overview_on = bool(overview) and mode == "faithful"
-        self.summary_chars, self.observation_chars = int(summary_chars), int(observation_chars)
-        self.trajectory_chars = int(trajectory_chars)
-        self.set_token_caps(max_tokens)
-        self.temperature = float(temperature)
+        self.summary_chars, self.trajectory_chars = int(summary_chars), int(trajectory_chars)
         self.tasks: dict[str, StoredTask] = {}
         self.summaries: dict[str, str] = {}
         self.strength: dict[str, float] = {}

@@ -160,9 +160,7 @@ class MemRL(ModalBaseline):
         merge_threshold: float = 0.9,
         eval_memory: str = "learnt",
         note_chars: int = 800,
-        observation_chars: int = 300,
         trajectory_chars: int = 6000,
-        max_tokens: Any = None,
         temperature: Any = None,
         observe_batch: int = 16,
         seed: int = 0,
@@ -193,9 +191,7 @@ class MemRL(ModalBaseline):
         self.rewards = (float(success_reward), float(failure_reward))
         self.q_init, self.merge_threshold = float(q_init), float(merge_threshold)
         self.eval_memory = eval_memory
-        self.note_chars, self.observation_chars = int(note_chars), int(observation_chars)
-        self.trajectory_chars = int(trajectory_chars)
-        self.set_token_caps(max_tokens)
+        self.note_chars, self.trajectory_chars = int(note_chars), int(trajectory_chars)
         default = {"script": 0.7, "reflection": 0.3}
         self.temperatures = temperatures(default if temperature is None else temperature)
         self.seed = int(seed)

@@ -118,9 +118,6 @@ class MemSkill(ModalBaseline):
         rebuild_batch: int = 1,
         replay_pool: int = 5000,
         span_chars: int = 3000,
-        observation_chars: int = 300,
-        max_tokens: Any = None,
-        temperature: float = 0.0,
         observe_batch: int = 16,
         seed: int = 0,
         ppo: Any = None,
@@ -152,9 +149,7 @@ class MemSkill(ModalBaseline):
         )
         self.finalize_local, self.rebuild_batch = bool(finalize_local), int(rebuild_batch)
         self.replay_pool = int(replay_pool)
-        self.span_chars, self.observation_chars = int(span_chars), int(observation_chars)
-        self.set_token_caps(max_tokens)
-        self.temperature = float(temperature)
+        self.span_chars = int(span_chars)
         cfg = _options(PPOConfig, ppo, "ppo")
         cfg.top_k = self.skills_per_span
         self.ppo = PPOController(cfg, _options(ShapingConfig, shaping, "shaping"), seed)

@@ -48,6 +48,7 @@ class Voyager(ModalBaseline):
     schema_version = 1
     DEFAULT_TOP_K = {"parity": 1, "faithful": 5}
     PURPOSES = ("summary", "skill")
+    TEMPERATURE = 0.1  # the reference's summary temperature
     COUNTS = ("writes", "versions", "skipped_failures")
 
     def __init__(
@@ -55,18 +56,12 @@ class Voyager(ModalBaseline):
         mode: str = "parity",
         top_k: int | None = None,
         summary_chars: int = 600,
-        observation_chars: int = 300,
         trajectory_chars: int = 6000,
-        max_tokens: Any = None,
-        temperature: float = 0.1,
         observe_batch: int = 16,
         **kwargs: Any,
     ) -> None:
         super().__init__(mode=mode, top_k=top_k, observe_batch=observe_batch, **kwargs)
-        self.summary_chars, self.observation_chars = int(summary_chars), int(observation_chars)
-        self.trajectory_chars = int(trajectory_chars)
-        self.set_token_caps(max_tokens)
-        self.temperature = float(temperature)
+        self.summary_chars, self.trajectory_chars = int(summary_chars), int(trajectory_chars)
         self.library = SkillLibrary()  # faithful
         self.tasks: dict[str, StoredTask] = {}  # parity
         self.summaries: dict[str, str] = {}

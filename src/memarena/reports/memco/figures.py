@@ -4,9 +4,10 @@ study (per-step trajectories with the memory shown at each step, from ``episodes
 Appendix J (the PDDL local graphs and promoted global records of a saved MemCo snapshot,
 ``<run>/memory/memory.json``).
 
-Every function reads only the results layout (the runs :func:`memco_report.load_runs` finds and
-the files in their run folders) and returns ``None`` / an empty frame when its inputs are
-missing; the notebook prints :data:`MISSING` then.
+Every function reads only the results layout (the runs
+:func:`memarena.reports.memco.tables.load_runs` finds and the files in their run folders) and
+returns ``None`` / an empty frame when its inputs are missing; the notebook prints
+:data:`MISSING` then.
 """
 
 from __future__ import annotations
@@ -14,15 +15,31 @@ from __future__ import annotations
 import json
 import math
 import textwrap
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from memarena.results.memco_report import METHOD_ORDER
+from memarena.reports.common import (
+    mean_bars,
+    mean_line,
+    no_runs_note,
+    not_run_note,
+    of_setting,
+    ordered,
+    save_figure,
+)
+from memarena.reports.memco.tables import (
+    FACET_VARIANTS,
+    MEMORY_COST,
+    METHOD_ORDER,
+    SCOPE_VARIANTS,
+    _lambda_of,
+    paper_rows,
+)
 from memarena.results.records import EpisodeRecord, latest
-from memarena.results.report_common import of_setting, ordered, save_figure
-from memarena.results.viewer import memory_spans
+from memarena.results.view_memory import prompt_memory
 
 SPLITS = (("familiar", "valid_seen"), ("heldout", "valid_unseen"))
 SNAPSHOT = Path("memory") / "memory.json"  # a run's saved memory (memarena.core.memory)
@@ -49,8 +66,8 @@ NO_PROMPTS_NOTE = (
 
 def layouts_table(summary: pd.DataFrame) -> pd.DataFrame:
     """Fig. 1(b,c)'s numbers: one row per backbone x method x split (``familiar`` /
-    ``heldout``) of the ALFWorld accuracy (%) summary of Table 1 (:func:`memco_report.
-    summarize`): mean, sample std and n_seeds over seeds."""
+    ``heldout``) of the ALFWorld accuracy (%) summary of Table 1 (:func:`memarena.reports.memco.
+    tables.summarize`): mean, sample std and n_seeds over seeds."""
     cols = ["backbone", "method", "split", "mean", "std", "n_seeds"]
     parts = []
     for split, _ in SPLITS:
@@ -113,24 +130,17 @@ def read_episodes(run_dir: str | Path) -> list[EpisodeRecord]:
 
 def step_memory(step: dict[str, Any]) -> str:
     """The memory in view when the model chose ``step``'s action: the recorded memory slots
-    (``protocol.record_memory``), else the memory sections
-    (:func:`memarena.results.viewer.memory_spans`) of the last prompt message that holds one
-    (a per-step memory sits in the newest user message, a per-task one in the first), joined by
-    a blank line; "" when the prompt shows none; :data:`NO_PROMPTS` when it was not recorded."""
+    (``protocol.record_memory``), else the memory in the last prompt message that holds one,
+    where the step's recorded ``memory_spans`` put it
+    (:func:`memarena.results.view_memory.prompt_memory`), joined by a blank line; "" when the
+    prompt shows none; :data:`NO_PROMPTS` when it was not recorded."""
     memory = step.get("memory")
     if memory is not None:  # protocol.record_memory: the slots' texts as shown
         return "\n\n".join(text.strip() for text in memory.values() if text.strip())
     prompt = step.get("prompt")
     if not prompt:
         return NO_PROMPTS
-    for message in reversed(prompt):
-        content = message.get("content")
-        if not isinstance(content, str):
-            continue
-        spans = memory_spans(content)
-        if spans:
-            return "\n\n".join(content[a:b].strip() for a, b in spans)
-    return ""
+    return "\n\n".join(text.strip() for text in prompt_memory(step))
 
 
 def _alfworld_runs(runs: pd.DataFrame, method: str) -> pd.DataFrame:
@@ -426,6 +436,30 @@ def local_graph(graph: dict[str, Any], max_nodes: int = 30):
     return g
 
 
+def layered_positions(g) -> dict[str, tuple[float, float]]:
+    """Node positions for a readable drawing of a local graph: one row per step from the start
+    (breadth-first depth from the nodes nothing leads to; a node on no such path below them),
+    the nodes of a row spread across the width. Rows are one unit apart and a row's nodes
+    ``max(1, len(row))`` units of width apart, so labels written beside the nodes do not meet."""
+    import networkx as nx
+
+    roots = [v for v in g if g.in_degree(v) == 0] or sorted(g)[:1]
+    depth: dict[str, int] = {}
+    for v, d in nx.multi_source_dijkstra_path_length(g, roots).items() if roots else ():
+        depth[v] = int(d)
+    bottom = max(depth.values(), default=-1) + 1
+    for v in sorted(g):
+        depth.setdefault(v, bottom)
+    rows: dict[int, list[str]] = {}
+    for v in sorted(g, key=lambda v: (depth[v], v)):
+        rows.setdefault(depth[v], []).append(v)
+    pos = {}
+    for d, row in rows.items():
+        for i, v in enumerate(row):
+            pos[v] = ((i + 0.5) / len(row), -float(d))
+    return pos
+
+
 def figure_local(
     state: dict[str, Any],
     out_dir: str | Path,
@@ -442,26 +476,35 @@ def figure_local(
     n = max(len(agents), 1)
     cols = min(n, 2)
     rows = math.ceil(n / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(8 * cols, 6.5 * rows), squeeze=False)
+    graphs = [
+        (agent, local, local_graph(local.get("graph") or {}, max_nodes)) for agent, local in agents
+    ]
+    height = max([len(set(y for _, y in layered_positions(g).values())) for *_, g in graphs] or [1])
+    fig, axes = plt.subplots(
+        rows, cols, figsize=(8 * cols, max(4.0, 0.28 * height + 1.2) * rows), squeeze=False
+    )
     for ax in axes.flat:
         ax.axis("off")
-    for ax, (agent, local) in zip(axes.flat, agents, strict=False):
+    for ax, (agent, local, g) in zip(axes.flat, graphs, strict=False):
         saved = local.get("graph") or {}
-        g = local_graph(saved, max_nodes)
-        pos = nx.spring_layout(g, seed=0, k=1.2 / math.sqrt(max(g.number_of_nodes(), 1)))
+        pos = layered_positions(g)
         colors = ["tab:orange" if g.nodes[v]["type"] == "action" else "lightblue" for v in g]
-        nx.draw_networkx_nodes(g, pos, ax=ax, node_color=colors, node_size=220)
+        nx.draw_networkx_nodes(g, pos, ax=ax, node_color=colors, node_size=90)
         nx.draw_networkx_edges(
             g,
             pos,
             ax=ax,
             edge_color=[_edge_color(d) for *_, d in g.edges(data=True)],
             arrows=True,
-            arrowsize=8,
-            width=0.9,
+            arrowsize=7,
+            width=0.8,
+            node_size=90,
+            connectionstyle="arc3,rad=0.15",  # an edge back up the rows stays visible
         )
-        labels = {v: _clip(g.nodes[v]["content"], 28) for v in g}
-        nx.draw_networkx_labels(g, pos, labels, ax=ax, font_size=5.5)
+        for v, (x, y) in pos.items():  # beside the node, not on it: rows are apart, labels fit
+            ax.text(x + 0.012, y, _clip(g.nodes[v]["content"], 34), fontsize=5.5,
+                    ha="left", va="center")  # fmt: skip
+        ax.set_xlim(-0.02, 1.25)
         total = len(saved.get("nodes") or [])
         records = len(local.get("records") or [])
         ax.set_title(
@@ -493,13 +536,15 @@ def figure_global(
 
     shown = records.head(max_records)
     sources = sorted({s for text in shown["sources"] for s in str(text).split(";") if s})
-    fig, ax = plt.subplots(figsize=(11, max(3.0, 0.32 * max(len(shown), len(sources)) + 1.5)))
-    ax.axis("off")
-    if shown.empty:
+    if shown.empty:  # a line of text, not a page of blank axes
+        fig, ax = plt.subplots(figsize=(7, 0.7))
+        ax.axis("off")
         ax.set_title(
             f"{title}MemCo global memory: no global records promoted in this snapshot", fontsize=10
         )
         return save_figure(fig, out_dir, name), fig
+    fig, ax = plt.subplots(figsize=(11, max(3.0, 0.32 * max(len(shown), len(sources)) + 1.5)))
+    ax.axis("off")
     g = nx.DiGraph()
     pos = {}
     for i, s in enumerate(sources):
@@ -539,4 +584,164 @@ def figure_global(
         f"{title}MemCo global memory: {len(records)} promoted records by source domain{more}",
         fontsize=10,
     )
+    return save_figure(fig, out_dir, name), fig
+
+
+def figure_threshold(summary: pd.DataFrame, out_dir: str | Path, name="fig4ab_threshold.png"):
+    """Fig. 4(a,b): accuracy vs Wilson threshold per split, bubble area = global records;
+    ours as circles, the paper's numbers as red crosses."""
+    import matplotlib.pyplot as plt
+
+    paper = paper_rows(["table11"])
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
+    for ax, split in zip(axes, ("familiar", "heldout"), strict=True):
+        setting = f"alfworld_{split}"
+        if not summary.empty:
+            acc = summary[
+                of_setting(summary["setting"], "alfworld", split)
+                & (summary["metric"] == "accuracy")
+            ]
+            rec = summary[summary["metric"] == "global_records"].groupby("variant")["mean"].mean()
+            acc = acc[acc["variant"].map(_lambda_of).notna()]
+            for backbone, grp in acc.groupby("backbone"):
+                lam = grp["variant"].map(_lambda_of)
+                keep = lam.notna()
+                sizes = [max(20.0, rec.get(v, 100.0) / 3) for v in grp["variant"][keep]]
+                ax.scatter(lam[keep], grp["mean"][keep], s=sizes, alpha=0.5, label=backbone)
+        p = paper[(paper["setting"] == setting) & (paper["metric"] == "accuracy")]
+        ax.scatter(p["variant"].map(_lambda_of), p["value"], marker="x", color="red", label="paper")
+        rng = paper[(paper["setting"] == setting) & paper["metric"].str.startswith("accuracy_")]
+        for v in rng["value"]:
+            ax.axhline(v, color="red", ls=":", lw=0.8)
+        ax.set_xlabel("promotion threshold λ")
+        ax.set_ylabel("accuracy (%)")
+        ax.set_title(f"ALFWorld {split} (paper range dotted)")
+        if summary.empty or acc.empty:
+            no_runs_note(ax)
+        ax.legend(fontsize="small")
+    return save_figure(fig, out_dir, name), fig
+
+
+def figure_variants(
+    summary: pd.DataFrame,
+    variants: Sequence[str],
+    out_dir: str | Path,
+    name: str,
+    tables: Sequence[str] = ("table12",),
+    metrics: Sequence[str] = ("accuracy", "steps"),
+):
+    """Bars per variant and ALFWorld split for each metric (Fig. 4(c,d)); the paper's value as
+    a red cross where it reports one."""
+    import matplotlib.pyplot as plt
+
+    paper = paper_rows(tables)
+    fig, axes = plt.subplots(1, len(metrics), figsize=(5 * len(metrics), 3.6), squeeze=False)
+    width = 0.38
+    for ax, metric in zip(axes[0], metrics, strict=True):
+        ran: set[str] = set()
+        for j, split in enumerate(("familiar", "heldout")):
+            setting = f"alfworld_{split}"
+            xs = [i + (j - 0.5) * width for i in range(len(variants))]
+            if not summary.empty:
+                sub = summary[
+                    of_setting(summary["setting"], "alfworld", split)
+                    & (summary["metric"] == metric)
+                ]
+                sub = sub.groupby("variant")[["mean", "std"]].mean()
+                mean_bars(ax, xs, sub, variants, width, f"ours {split}")
+                ran |= set(sub.dropna(subset=["mean"]).index)
+            p = paper[(paper["setting"] == setting) & (paper["metric"] == metric)]
+            pv = p.set_index("variant")["value"]
+            ax.scatter(
+                xs,
+                [pv.get(v, math.nan) for v in variants],
+                marker="x",
+                color="red" if j == 0 else "darkred",
+                zorder=3,
+                label=f"paper {split}",
+            )
+        ax.set_xticks(range(len(variants)), variants, rotation=30, ha="right")
+        ax.set_title(metric + (" (%)" if metric == "accuracy" else ""))
+        not_run_note(ax, variants, ran)
+        ax.legend(fontsize="x-small")
+    return save_figure(fig, out_dir, name), fig
+
+
+def figure_memory_cost(
+    summary: pd.DataFrame, out_dir: str | Path, name: str = "fig3abc_memory_cost.png"
+):
+    """Fig. 3(a-c): global records, retrieved entries and memory tokens per call by variant."""
+    import matplotlib.pyplot as plt
+
+    paper = paper_rows(["table12"])
+    metrics = list(MEMORY_COST)
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.4))
+    for ax, metric in zip(axes, metrics, strict=True):
+        variants = list(SCOPE_VARIANTS)
+        sub = pd.Series(dtype=float)
+        if not summary.empty:
+            sub = summary[summary["metric"] == metric].groupby("variant")["mean"].mean().dropna()
+        if not sub.empty:
+            ax.bar(range(len(variants)), [sub.get(v, math.nan) for v in variants], label="ours")
+        pv = paper[paper["metric"] == metric].set_index("variant")["value"]
+        ax.scatter(
+            range(len(variants)),
+            [pv.get(v, math.nan) for v in variants],
+            marker="x",
+            color="red",
+            zorder=3,
+            label="paper",
+        )
+        ax.set_xticks(range(len(variants)), variants, rotation=30, ha="right")
+        ax.set_title(metric)
+        not_run_note(ax, variants, sub.index)
+        ax.legend(fontsize="x-small")
+    return save_figure(fig, out_dir, name), fig
+
+
+def figure_budget(summary: pd.DataFrame, out_dir: str | Path, name: str = "fig3d_budget.png"):
+    """Fig. 3(d): accuracy vs interaction budget for each method, one panel per split."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
+    for ax, split in zip(axes, ("familiar", "heldout"), strict=True):
+        sub = summary[
+            of_setting(summary["setting"], "alfworld", split) & (summary["metric"] == "accuracy")
+        ]
+        for (variant, backbone), grp in sub.groupby(["variant", "backbone"]):
+            grp = grp.sort_values("step_budget")
+            mean_line(ax, grp["step_budget"], grp, f"{variant} ({backbone})")
+        ax.set_xlabel("interaction budget (steps)")
+        ax.set_ylabel("accuracy (%)")
+        ax.set_title(f"ALFWorld {split}")
+        ax.legend(fontsize="x-small")
+    return save_figure(fig, out_dir, name), fig
+
+
+def figure_deltas(deltas: pd.DataFrame, out_dir: str | Path, name: str = "fig5_facets.png"):
+    """Fig. 5: bars of Δaccuracy (pp) and Δsteps from full MemCo per variant and split."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
+    width = 0.38
+    for ax, metric in zip(axes, ("accuracy", "steps"), strict=True):
+        variants = [v for v in FACET_VARIANTS if v in set(deltas["variant"])] or list(
+            FACET_VARIANTS
+        )
+        for j, split in enumerate(("familiar", "heldout")):
+            sub = (
+                deltas[(deltas["setting"] == f"alfworld_{split}") & (deltas["metric"] == metric)]
+                .groupby("variant")["delta"]
+                .mean()
+            )
+            ax.bar(
+                [i + (j - 0.5) * width for i in range(len(variants))],
+                [sub.get(v, math.nan) for v in variants],
+                width,
+                label=split,
+            )
+        ax.axhline(0, color="black", lw=0.8)
+        ax.set_xticks(range(len(variants)), variants, rotation=30, ha="right")
+        ax.set_title("Δ accuracy (pp)" if metric == "accuracy" else "Δ steps")
+        ax.legend(fontsize="x-small")
     return save_figure(fig, out_dir, name), fig

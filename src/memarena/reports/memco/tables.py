@@ -2,7 +2,7 @@
 
 Reads ``<results>/<experiment>/<env>/<method>[+<ablation>]/<backbone>/seed<k>/metrics.json``
 (via :func:`memarena.results.collect.collect`) and puts the paper's reported numbers
-(:func:`memarena.results.paper.paper_numbers`) beside ours. A section (:data:`SECTIONS`) reads
+(:func:`memarena.reports.paper.paper_numbers`) beside ours. A section (:data:`SECTIONS`) reads
 every run whose config declared it (``report: {paper: memco, tables: [...]}`` in
 ``conf/experiment/memco_*.yaml``, copied into metrics.json), whatever its experiment name.
 Every function accepts an empty result and then returns an empty frame / draws the paper's
@@ -29,9 +29,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from memarena.results.collect import format_mean_std
-from memarena.results.paper import paper_numbers
-from memarena.results.report_common import (  # noqa: F401  (re-exported for the notebook)
+from memarena.reports.common import (  # noqa: F401  (re-exported for the notebook)
     backbone_key,
     check_section,
     mean_bars,
@@ -45,7 +43,9 @@ from memarena.results.report_common import (  # noqa: F401  (re-exported for the
     variant_key,
     write_table,
 )
-from memarena.results.report_common import report_missing as _report_missing
+from memarena.reports.common import report_missing as _report_missing
+from memarena.reports.paper import paper_numbers
+from memarena.results.collect import format_mean_std
 
 PAPER = "memco"
 # the report sections a run's config may declare (report.tables): the main Tables 1, 3, 4 (Table
@@ -305,128 +305,6 @@ def _lambda_of(variant: str) -> float:
     return float(m.group(1)) if m else math.nan
 
 
-def figure_threshold(summary: pd.DataFrame, out_dir: str | Path, name="fig4ab_threshold.png"):
-    """Fig. 4(a,b): accuracy vs Wilson threshold per split, bubble area = global records;
-    ours as circles, the paper's numbers as red crosses."""
-    import matplotlib.pyplot as plt
-
-    paper = paper_rows(["table11"])
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
-    for ax, split in zip(axes, ("familiar", "heldout"), strict=True):
-        setting = f"alfworld_{split}"
-        if not summary.empty:
-            acc = summary[
-                of_setting(summary["setting"], "alfworld", split)
-                & (summary["metric"] == "accuracy")
-            ]
-            rec = summary[summary["metric"] == "global_records"].groupby("variant")["mean"].mean()
-            for backbone, grp in acc.groupby("backbone"):
-                lam = grp["variant"].map(_lambda_of)
-                keep = lam.notna()
-                sizes = [max(20.0, rec.get(v, 100.0) / 3) for v in grp["variant"][keep]]
-                ax.scatter(lam[keep], grp["mean"][keep], s=sizes, alpha=0.5, label=backbone)
-        p = paper[(paper["setting"] == setting) & (paper["metric"] == "accuracy")]
-        ax.scatter(p["variant"].map(_lambda_of), p["value"], marker="x", color="red", label="paper")
-        rng = paper[(paper["setting"] == setting) & paper["metric"].str.startswith("accuracy_")]
-        for v in rng["value"]:
-            ax.axhline(v, color="red", ls=":", lw=0.8)
-        ax.set_xlabel("promotion threshold λ")
-        ax.set_ylabel("accuracy (%)")
-        ax.set_title(f"ALFWorld {split} (paper range dotted)")
-        ax.legend(fontsize="small")
-    return save_figure(fig, out_dir, name), fig
-
-
-def figure_variants(
-    summary: pd.DataFrame,
-    variants: Sequence[str],
-    out_dir: str | Path,
-    name: str,
-    tables: Sequence[str] = ("table12",),
-    metrics: Sequence[str] = ("accuracy", "steps"),
-):
-    """Bars per variant and ALFWorld split for each metric (Fig. 4(c,d)); the paper's value as
-    a red cross where it reports one."""
-    import matplotlib.pyplot as plt
-
-    paper = paper_rows(tables)
-    fig, axes = plt.subplots(1, len(metrics), figsize=(5 * len(metrics), 3.6), squeeze=False)
-    width = 0.38
-    for ax, metric in zip(axes[0], metrics, strict=True):
-        for j, split in enumerate(("familiar", "heldout")):
-            setting = f"alfworld_{split}"
-            xs = [i + (j - 0.5) * width for i in range(len(variants))]
-            if not summary.empty:
-                sub = summary[
-                    of_setting(summary["setting"], "alfworld", split)
-                    & (summary["metric"] == metric)
-                ]
-                sub = sub.groupby("variant")[["mean", "std"]].mean()
-                mean_bars(ax, xs, sub, variants, width, f"ours {split}")
-            p = paper[(paper["setting"] == setting) & (paper["metric"] == metric)]
-            pv = p.set_index("variant")["value"]
-            ax.scatter(
-                xs,
-                [pv.get(v, math.nan) for v in variants],
-                marker="x",
-                color="red" if j == 0 else "darkred",
-                zorder=3,
-                label=f"paper {split}",
-            )
-        ax.set_xticks(range(len(variants)), variants, rotation=30, ha="right")
-        ax.set_title(metric + (" (%)" if metric == "accuracy" else ""))
-        ax.legend(fontsize="x-small")
-    return save_figure(fig, out_dir, name), fig
-
-
-def figure_memory_cost(
-    summary: pd.DataFrame, out_dir: str | Path, name: str = "fig3abc_memory_cost.png"
-):
-    """Fig. 3(a-c): global records, retrieved entries and memory tokens per call by variant."""
-    import matplotlib.pyplot as plt
-
-    paper = paper_rows(["table12"])
-    metrics = list(MEMORY_COST)
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.4))
-    for ax, metric in zip(axes, metrics, strict=True):
-        variants = list(SCOPE_VARIANTS)
-        if not summary.empty:
-            sub = summary[summary["metric"] == metric].groupby("variant")["mean"].mean()
-            ax.bar(range(len(variants)), [sub.get(v, math.nan) for v in variants], label="ours")
-        pv = paper[paper["metric"] == metric].set_index("variant")["value"]
-        ax.scatter(
-            range(len(variants)),
-            [pv.get(v, math.nan) for v in variants],
-            marker="x",
-            color="red",
-            zorder=3,
-            label="paper",
-        )
-        ax.set_xticks(range(len(variants)), variants, rotation=30, ha="right")
-        ax.set_title(metric)
-        ax.legend(fontsize="x-small")
-    return save_figure(fig, out_dir, name), fig
-
-
-def figure_budget(summary: pd.DataFrame, out_dir: str | Path, name: str = "fig3d_budget.png"):
-    """Fig. 3(d): accuracy vs interaction budget for each method, one panel per split."""
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
-    for ax, split in zip(axes, ("familiar", "heldout"), strict=True):
-        sub = summary[
-            of_setting(summary["setting"], "alfworld", split) & (summary["metric"] == "accuracy")
-        ]
-        for (variant, backbone), grp in sub.groupby(["variant", "backbone"]):
-            grp = grp.sort_values("step_budget")
-            mean_line(ax, grp["step_budget"], grp, f"{variant} ({backbone})")
-        ax.set_xlabel("interaction budget (steps)")
-        ax.set_ylabel("accuracy (%)")
-        ax.set_title(f"ALFWorld {split}")
-        ax.legend(fontsize="x-small")
-    return save_figure(fig, out_dir, name), fig
-
-
 def deltas_from(summary: pd.DataFrame, control: str = "memco") -> pd.DataFrame:
     """Fig. 5: each variant minus ``control`` (accuracy in pp, steps), per setting/backbone."""
     sub = summary[summary["metric"].isin(["accuracy", "steps"])]
@@ -440,32 +318,3 @@ def deltas_from(summary: pd.DataFrame, control: str = "memco") -> pd.DataFrame:
     delta = wide.drop(columns=control).sub(wide[control], axis=0)
     out = delta.stack().rename("delta").reset_index()
     return out
-
-
-def figure_deltas(deltas: pd.DataFrame, out_dir: str | Path, name: str = "fig5_facets.png"):
-    """Fig. 5: bars of Δaccuracy (pp) and Δsteps from full MemCo per variant and split."""
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
-    width = 0.38
-    for ax, metric in zip(axes, ("accuracy", "steps"), strict=True):
-        variants = [v for v in FACET_VARIANTS if v in set(deltas["variant"])] or list(
-            FACET_VARIANTS
-        )
-        for j, split in enumerate(("familiar", "heldout")):
-            sub = (
-                deltas[(deltas["setting"] == f"alfworld_{split}") & (deltas["metric"] == metric)]
-                .groupby("variant")["delta"]
-                .mean()
-            )
-            ax.bar(
-                [i + (j - 0.5) * width for i in range(len(variants))],
-                [sub.get(v, math.nan) for v in variants],
-                width,
-                label=split,
-            )
-        ax.axhline(0, color="black", lw=0.8)
-        ax.set_xticks(range(len(variants)), variants, rotation=30, ha="right")
-        ax.set_title("Δ accuracy (pp)" if metric == "accuracy" else "Δ steps")
-        ax.legend(fontsize="x-small")
-    return save_figure(fig, out_dir, name), fig

@@ -1,4 +1,4 @@
-"""Numbers that papers report, shipped as package data (``results/paper_numbers/<name>.csv``).
+"""Numbers that papers report, shipped as package data (``reports/paper_numbers/<name>.csv``).
 
 Each CSV holds one row per reported number with columns ``table`` (``table12``, ``appH``,
 ``table1_prose`` ...), ``setting`` (benchmark / split), ``backbone``, ``variant`` (method or
@@ -17,13 +17,13 @@ COLUMNS = ("table", "setting", "backbone", "variant", "metric", "value", "source
 
 def available() -> list[str]:
     """Names of the papers whose numbers ship with memarena."""
-    folder = resources.files("memarena.results") / "paper_numbers"
+    folder = resources.files("memarena.reports") / "paper_numbers"
     return sorted(p.name[: -len(".csv")] for p in folder.iterdir() if p.name.endswith(".csv"))
 
 
 def paper_numbers(name: str = "memco") -> pd.DataFrame:
     """The reported numbers of paper ``name`` as a DataFrame (``value`` is float)."""
-    path = resources.files("memarena.results") / "paper_numbers" / f"{name}.csv"
+    path = resources.files("memarena.reports") / "paper_numbers" / f"{name}.csv"
     if not path.is_file():
         raise FileNotFoundError(
             f"memarena: no reported numbers for paper {name!r}; available: {available()}"

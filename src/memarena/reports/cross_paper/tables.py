@@ -27,8 +27,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from memarena.results.collect import format_mean_std
-from memarena.results.report_common import (  # noqa: F401  (re-exported for the notebook)
+from memarena.reports.common import (  # noqa: F401  (re-exported for the notebook)
     check_section,
     number,
     ordered,
@@ -40,9 +39,10 @@ from memarena.results.report_common import (  # noqa: F401  (re-exported for the
     section_runs,
     write_table,
 )
-from memarena.results.report_common import (
+from memarena.reports.common import (
     report_missing as _report_missing,
 )
+from memarena.results.collect import format_mean_std
 from memarena.results.stats import appendix_h
 from memarena.results.store import RUN_INFO
 
@@ -192,23 +192,3 @@ def cost_table(summary: pd.DataFrame) -> pd.DataFrame:
     table = table[[c for c in (*COST, "n_envs") if c in table.columns]]
     order = ordered(list(table.index.get_level_values("variant").unique()), METHOD_ORDER)
     return table.sort_index(level="variant", key=lambda s: s.map(order.index))
-
-
-def figure_ranks(ranks: pd.DataFrame, out_dir: str | Path, name: str = "cross_paper_ranks.png"):
-    """Horizontal bars of each method's average rank (lower is better), one bar per ranked
-    metric."""
-    import matplotlib.pyplot as plt
-
-    cols = [c for c in ranks.columns if c.startswith("avg_rank_")]
-    fig, ax = plt.subplots(figsize=(7, 0.35 * len(ranks) + 1.5))
-    height = 0.8 / max(1, len(cols))
-    ys = range(len(ranks))
-    for i, col in enumerate(cols):
-        ax.barh(
-            [y + i * height for y in ys], ranks[col], height, label=col.removeprefix("avg_rank_")
-        )
-    ax.set_yticks([y + (len(cols) - 1) * height / 2 for y in ys], list(ranks.index))
-    ax.invert_yaxis()
-    ax.set_xlabel("average rank over blocks (1 = best)")
-    ax.legend()
-    return save_figure(fig, out_dir, name), fig

@@ -1,6 +1,6 @@
-"""Helpers shared by the per-paper report modules (``memco_report``, ``evograph_report``,
-``reme_report``): the runs of one report section, the "no results yet" hint, numbers and token
-counts from flattened metrics, and writing tables and figures.
+"""Helpers shared by the per-paper report packages (``reports.memco``, ``reports.evograph``,
+``reports.reme``, ``reports.cross_paper``): the runs of one report section, the "no results
+yet" hint, numbers and token counts from flattened metrics, and writing tables and figures.
 
 Which runs feed which section is what the runs' configs declare, never a list of experiment
 names here: every ``conf/experiment/*.yaml`` of a paper sets ``report: {paper: <paper>,
@@ -245,6 +245,9 @@ FLAG_MEANINGS = {
     "non_llm_backbone": "the scripted expert, not an LLM",
     "degenerate_memory": "a memory that holds nothing or whose LLM answers mostly fell back",
     "train_test_overlap": "memory acquired on tasks whose id or goal is a test task's",
+    "errors": "episodes that ended with an error (server or env failure; n_errors), counted as "
+    "failures",
+    "timeouts": "episodes cut by protocol.episode_timeout_s (n_timeouts)",
 }
 # flags that describe a paper cell rather than disqualify it (noted, not warned about)
 INFORMATIONAL_FLAGS = frozenset({"train_test_overlap"})
@@ -285,10 +288,36 @@ def flag_note(runs: pd.DataFrame, paper: str, section: str) -> str | None:
 
 def mean_bars(ax, xs, stats: pd.DataFrame, variants, width: float, label: str) -> None:
     """One bar per variant: ``stats["mean"]`` with ``stats["std"]`` as error bar (none when the
-    std is NaN, e.g. a single seed); ``stats`` is indexed by variant."""
+    std is NaN or 0, e.g. a single seed); ``stats`` is indexed by variant. Nothing (and no
+    legend entry) when no variant has a mean."""
     means = [stats["mean"].get(v, math.nan) for v in variants]
     stds = [stats["std"].get(v, math.nan) for v in variants]
-    ax.bar(xs, means, width, yerr=[0 if pd.isna(s) else s for s in stds], capsize=2, label=label)
+    if all(pd.isna(m) for m in means):
+        return
+    ax.bar(xs, means, width, label=label)
+    spread = [(x, m, s) for x, m, s in zip(xs, means, stds, strict=True) if s > 0]  # NaN: False
+    if spread:
+        x, m, s = zip(*spread, strict=True)
+        ax.errorbar(x, m, yerr=s, fmt="none", ecolor="black", elinewidth=1, capsize=2)
+
+
+NO_RUNS = "ours: no runs yet (the paper's numbers only)"
+
+
+def no_runs_note(ax, text: str = NO_RUNS) -> None:
+    """Say under the panel's title (call it after ``set_title``) that the panel shows no run
+    of ours (its paper points alone); in the title, never over the data or the legend."""
+    title = ax.get_title()
+    ax.set_title(f"{title}\n({text})" if title else f"({text})", fontsize="small")
+
+
+def not_run_note(ax, variants, shown) -> None:
+    """Name the ``variants`` of a panel that have no run of ours (``shown``: those that do)."""
+    missing = [v for v in variants if v not in set(shown)]
+    if missing and len(missing) < len(variants):
+        no_runs_note(ax, "ours not run: " + ", ".join(missing))
+    elif missing:
+        no_runs_note(ax)
 
 
 def mean_line(ax, xs, stats: pd.DataFrame, label: str) -> None:

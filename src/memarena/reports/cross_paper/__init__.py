@@ -1,0 +1,1 @@
+"""The analysis behind notebooks/cross_paper.ipynb."""

@@ -1,0 +1,1 @@
+"""The analysis behind notebooks/evograph.ipynb."""

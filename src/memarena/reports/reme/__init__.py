@@ -1,0 +1,1 @@
+"""The analysis behind notebooks/reme.ipynb."""
