@@ -5,6 +5,8 @@
         --metrics success_rate progress_rate avg_at_k pass_at_k
 
 Writes runs.csv (one row per run), summary.csv (numeric mean/std per group) and summary.md.
+Every row carries its runs' flags (``errors``: episodes that ended with an error, counted as
+failures; ``capped``; ...), and the runs with errors or timeouts are named in a warning.
 """
 
 from __future__ import annotations
@@ -22,11 +24,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--results-dir", default="results", help="root of the results layout")
     parser.add_argument("--out", default="results/tables", help="folder for the tables")
-    parser.add_argument("--metrics", nargs="+", default=None,
-                        help=f"metrics to tabulate (default: {' '.join(DEFAULT_METRICS)}, plus "
-                             "avg_at_k pass_at_k when present)")
-    parser.add_argument("--by", nargs="+", default=list(DEFAULT_BY),
-                        help="columns that identify a row (seeds are averaged)")
+    parser.add_argument(
+        "--metrics",
+        nargs="+",
+        default=None,
+        help=f"metrics to tabulate (default: {' '.join(DEFAULT_METRICS)}, plus "
+        "avg_at_k pass_at_k when present)",
+    )
+    parser.add_argument(
+        "--by",
+        nargs="+",
+        default=list(DEFAULT_BY),
+        help="columns that identify a row (seeds are averaged)",
+    )
     parser.add_argument("--digits", type=int, default=3, help="decimals in summary.md")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
@@ -36,8 +46,37 @@ def main(argv: list[str] | None = None) -> int:
     except (FileNotFoundError, ValueError) as e:
         parser.exit(2, f"{e}\n")
     print(paths["summary_md"].read_text())
+    for line in flagged_runs(df):
+        log.warning(line)
     log.info("%d runs collected from %s", len(df), args.results_dir)
     return 0
+
+
+def flagged_runs(df) -> list[str]:
+    """A warning naming each run whose episodes ended with an error or ran out of time (its
+    ``errors`` / ``timeouts`` flag), with the counts: such a row is not a clean result."""
+    if "flags" not in df.columns:
+        return []
+    lines = []
+    for _, run in df.iterrows():
+        flags = str(run["flags"] or "").split(",")
+        if "errors" not in flags and "timeouts" not in flags:
+            continue
+        n = run.get("n_episodes")
+        counts = [
+            f"{run.get(key):g} {what}"
+            for key, what in (
+                ("n_errors", f"of {n} evaluation episodes ended with an error"),
+                ("acquisition_errors", "acquisition episodes ended with an error"),
+                ("n_timeouts", f"of {n} evaluation episodes timed out"),
+            )
+            if run.get(key) == run.get(key) and run.get(key)  # not NaN, not 0
+        ]
+        lines.append(f"  {run.get('run_dir')}: {'; '.join(counts)}")
+    if lines:
+        head = f"WARNING: {len(lines)} run(s) are not clean results (errors count as failures):"
+        lines.insert(0, head)
+    return lines
 
 
 if __name__ == "__main__":

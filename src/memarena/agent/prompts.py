@@ -20,11 +20,17 @@ leave a one-line note.
 ``single``: one user message per step, rebuilt each time: the fixed parts, the memory, the
 task, the last ``history_steps`` (action, observation) pairs as text and the current
 observation (the prompt format of G-Memory's and MemCo's code).
+
+Both formats say where they put each memory slot (:class:`MemorySpan`: the message, the slot's
+name, its character offsets in the message's content): :func:`build_single` and
+:meth:`Conversation.prompt` return them with the messages, and the runner records them with the
+step's prompt (``protocol.record_prompts``), so a reader finds the memory in a prompt without
+knowing any method's text.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 from memarena.core import (
     EnvPrompt,
@@ -39,6 +45,37 @@ from memarena.core import (
 PROMPT_FORMATS = ("conversation", "single")
 TOOL_CALLS = ("native", "text")  # tool-calling envs: native tool calls, or the env's text format
 
+# a part of a message: (the memory slot it shows, or None; its text)
+_Part = tuple[str | None, str]
+# a memory slot in one message's content: (slot, start, end)
+_Spans = list[tuple[str, int, int]]
+
+
+@dataclass(frozen=True)
+class MemorySpan:
+    """Where a memory slot's text sits in a prompt: ``messages[message]["content"][start:end]``
+    is the text of the slot ``slot``."""
+
+    message: int
+    slot: str
+    start: int
+    end: int
+
+    def to_json(self) -> dict[str, int | str]:
+        return asdict(self)
+
+
+def _join(parts: list[_Part]) -> tuple[str, _Spans]:
+    """The parts joined by blank lines, and the offsets of those that show a memory slot."""
+    spans: _Spans = []
+    pos = 0
+    for k, (slot, text) in enumerate(parts):
+        pos += 2 if k else 0
+        if slot is not None:
+            spans.append((slot, pos, pos + len(text)))
+        pos += len(text)
+    return "\n\n".join(text for _, text in parts), spans
+
 
 def build_messages(
     prompt: EnvPrompt,
@@ -52,10 +89,36 @@ def build_messages(
     show_actions: bool,
     examples: int | str | None = None,
 ) -> list[Message]:
+    """The ``single`` format's messages (:func:`build_single` without the memory spans)."""
+    return build_single(
+        prompt,
+        task,
+        observation,
+        history,
+        memory,
+        initial_observation=initial_observation,
+        history_steps=history_steps,
+        show_actions=show_actions,
+        examples=examples,
+    )[0]
+
+
+def build_single(
+    prompt: EnvPrompt,
+    task: Task,
+    observation: Observation,
+    history: list[Step],
+    memory: MemoryContext,
+    *,
+    initial_observation: str,
+    history_steps: int | None,
+    show_actions: bool,
+    examples: int | str | None = None,
+) -> tuple[list[Message], list[MemorySpan]]:
     """The ``single`` format: one system message (env instructions) and one user message
     holding, in order: the env's fixed examples (``examples`` of them: None = the env's default
     count), the memory slots, the task, the recent history and the current observation (with
-    the admissible actions when ``show_actions``)."""
+    the admissible actions when ``show_actions``); and where the memory slots are."""
     parts = _stable_parts(prompt, task, memory, initial_observation, examples)
     if history_steps is None:
         recent = list(history)
@@ -66,15 +129,17 @@ def build_messages(
         lines = [f"(earlier {skipped} steps omitted)"] if skipped else []
         for step in recent:
             lines.append(f"> {step.action}\n{step.observation}")
-        parts.append("History:\n" + "\n".join(lines))
-        parts.append(f"Current observation: {observation.text}")
+        parts.append((None, "History:\n" + "\n".join(lines)))
+        parts.append((None, f"Current observation: {observation.text}"))
     if show_actions and observation.admissible_actions:
-        parts.append(_valid_actions(observation))
-    parts.append(prompt.action_format)
-    return [
+        parts.append((None, _valid_actions(observation)))
+    parts.append((None, prompt.action_format))
+    user, spans = _join(parts)
+    messages: list[Message] = [
         {"role": "system", "content": prompt.system},
-        {"role": "user", "content": "\n\n".join(parts)},
+        {"role": "user", "content": user},
     ]
+    return messages, [MemorySpan(1, slot, a, b) for slot, a, b in spans]
 
 
 def _stable_parts(
@@ -83,15 +148,15 @@ def _stable_parts(
     memory: MemoryContext,
     initial_observation: str,
     examples: int | str | None,
-) -> list[str]:
-    parts: list[str] = []
+) -> list[_Part]:
+    parts: list[_Part] = []
     shown = prompt.examples(examples)
     if shown:
-        parts.append("\n\n".join(shown))
-    parts.extend(text for text in memory.slots.values() if text)
-    parts.append(f"Your task: {task.goal}")
+        parts.append((None, "\n\n".join(shown)))
+    parts.extend((slot, text) for slot, text in memory.slots.items() if text)
+    parts.append((None, f"Your task: {task.goal}"))
     if initial_observation.strip() != task.goal.strip():  # BFCL: both are the first request
-        parts.append(f"Initial observation: {initial_observation}")
+        parts.append((None, f"Initial observation: {initial_observation}"))
     return parts
 
 
@@ -103,6 +168,7 @@ def _valid_actions(observation: Observation) -> str:
 class _StepTurn:
     messages: list[Message]  # the assistant's reply, then what came back
     request: Message | None = None  # a user request that arrived with it (kept when cut)
+    memory: _Spans = field(default_factory=list)  # the slots in its user message (the last)
 
 
 @dataclass
@@ -118,6 +184,7 @@ class Conversation:
     turns: list[_StepTurn] = field(default_factory=list)
     # per memory slot: the text last shown and the step that showed it (-1: the first message)
     shown: dict[str, tuple[str, int]] = field(default_factory=dict)
+    head_memory: _Spans = field(default_factory=list)  # the slots in the first user message
 
     @staticmethod
     def start(
@@ -135,14 +202,15 @@ class Conversation:
         action_format = prompt.tools_action_format if native_tools else prompt.action_format
         parts = _stable_parts(prompt, task, memory, observation.text, examples)
         if show_actions and observation.admissible_actions:
-            parts.append(_valid_actions(observation))
-        parts.append(action_format or prompt.action_format)
+            parts.append((None, _valid_actions(observation)))
+        parts.append((None, action_format or prompt.action_format))
+        user, spans = _join(parts)
         head: list[Message] = [
             {"role": "system", "content": system or prompt.system},
-            {"role": "user", "content": "\n\n".join(parts)},
+            {"role": "user", "content": user},
         ]
         shown = {name: (text, -1) for name, text in memory.slots.items() if text}
-        return Conversation(head, history_steps, native_tools, shown=shown)
+        return Conversation(head, history_steps, native_tools, shown=shown, head_memory=spans)
 
     def add_step(
         self,
@@ -159,38 +227,49 @@ class Conversation:
             said = assistant_message(reply, id_prefix=f"call_{index}")
         else:
             said = {"role": "assistant", "content": reply}
-        extra = self._new_memory(memory, index)
+        extra: list[_Part] = list(self._new_memory(memory, index))
         if show_actions and observation.admissible_actions:
-            extra.append(_valid_actions(observation))
+            extra.append((None, _valid_actions(observation)))
         calls = said.get("tool_calls") or []
         messages: list[Message] = [said]
         if calls:
             messages.extend(_tool_messages(calls, observation))
-            user = "\n\n".join(extra)
+            user, spans = _join(extra)
         else:
-            user = "\n\n".join([observation.text, *extra])
+            user, spans = _join([(None, observation.text), *extra])
         request = None
         if user:
             request = {"role": "user", "content": user}
             messages.append(request)
-        self.turns.append(_StepTurn(messages, request if observation.user_turn else None))
+        kept = request if observation.user_turn else None
+        self.turns.append(_StepTurn(messages, kept, spans if request else []))
 
     def messages(self) -> list[Message]:
         """What the agent is sent now: the head and the kept steps (see the cut rule)."""
+        return self.prompt()[0]
+
+    def prompt(self) -> tuple[list[Message], list[MemorySpan]]:
+        """:meth:`messages` and where their memory slots are."""
         first = self.first_shown()
-        out = [dict(m) for m in self.head]
+        head = [[] for _ in self.head]
+        head[-1] = list(self.head_memory)  # the head's user message
+        out = [(dict(m), spans) for m, spans in zip(self.head, head, strict=True)]
         dropped = self.turns[:first]
         if dropped:
-            kept = [t.request for t in dropped if t.request is not None]
             note = f"({first} earlier steps are not shown.)"
-            out.append({"role": "user", "content": note})
-            out.extend(dict(m) for m in kept)
+            out.append(({"role": "user", "content": note}, []))
+            out.extend((dict(t.request), list(t.memory)) for t in dropped if t.request is not None)
             out = _merge_users(out)
         for turn in self.turns[first:]:
-            out.extend(dict(m) for m in turn.messages)
-        return out
+            last = len(turn.messages) - 1
+            out.extend(
+                (dict(m), list(turn.memory) if k == last else [])
+                for k, m in enumerate(turn.messages)
+            )
+        spans = [MemorySpan(i, *span) for i, (_, s) in enumerate(out) for span in s]
+        return [m for m, _ in out], spans
 
-    def _new_memory(self, memory: MemoryContext | None, index: int) -> list[str]:
+    def _new_memory(self, memory: MemoryContext | None, index: int) -> list[_Part]:
         """The slots to show with step ``index``: those whose text is not already in view
         (a slot unchanged since a message the prompt still holds is not repeated)."""
         first = self.first_shown(index + 1)
@@ -200,7 +279,7 @@ class Conversation:
             in_view = last is not None and (last[1] < 0 or last[1] >= first)
             if not text or (in_view and last[0] == text):
                 continue
-            out.append(text)
+            out.append((name, text))
             self.shown[name] = (text, index)
         return out
 
@@ -236,12 +315,17 @@ def _tool_messages(calls: list[dict], observation: Observation) -> list[Message]
     return out
 
 
-def _merge_users(messages: list[Message]) -> list[Message]:
-    """Consecutive user messages joined into one (chat templates expect alternation)."""
-    out: list[Message] = []
-    for message in messages:
-        if out and message["role"] == "user" and out[-1]["role"] == "user":
-            out[-1] = {"role": "user", "content": out[-1]["content"] + "\n\n" + message["content"]}
+def _merge_users(messages: list[tuple[Message, _Spans]]) -> list[tuple[Message, _Spans]]:
+    """Consecutive user messages joined into one (chat templates expect alternation), their
+    memory spans moved with their text."""
+    out: list[tuple[Message, _Spans]] = []
+    for message, spans in messages:
+        if out and message["role"] == "user" and out[-1][0]["role"] == "user":
+            before, kept = out[-1]
+            shift = len(before["content"]) + 2
+            moved = [(slot, a + shift, b + shift) for slot, a, b in spans]
+            content = before["content"] + "\n\n" + message["content"]
+            out[-1] = ({"role": "user", "content": content}, kept + moved)
         else:
-            out.append(message)
+            out.append((message, spans))
     return out

@@ -9,6 +9,8 @@ whose model request got no answer (fallback ``request_failed``: the server is do
 out after its retries); after ``max_failed_batches`` consecutive steps in which every request
 failed, the run stops with :class:`~memarena.core.ServerUnreachableError` (the episodes that
 ended so are on disk with status ``error``, and a resume retries them).
+With ``episode_timeout_s`` (``protocol.episode_timeout_s``) an episode still running that many
+seconds after it started ends with status ``timeout`` (checked between steps) and the others go on.
 
 Per episode the runner also counts the replies the agent could not act on
 (``Outcome.invalid_replies``: a constrained answer outside its choices, an empty reply, an
@@ -37,7 +39,13 @@ from dataclasses import dataclass, field
 
 from memarena.agent.parse import parse_action
 from memarena.agent.policy import Decision, Policy
-from memarena.agent.prompts import PROMPT_FORMATS, TOOL_CALLS, Conversation, build_messages
+from memarena.agent.prompts import (
+    PROMPT_FORMATS,
+    TOOL_CALLS,
+    Conversation,
+    MemorySpan,
+    build_single,
+)
 from memarena.core import (
     REQUEST_FAILED,
     ChatRequest,
@@ -76,6 +84,7 @@ class RunnerSettings:
     stop: tuple[str, ...] = ()  # a free reply ends at any of these (protocol.stop)
     seed: int = 0
     max_failed_batches: int = 3  # consecutive all-failed steps before the run stops
+    episode_timeout_s: float | None = None  # wall-clock limit per episode (status timeout)
     record_prompts: bool = False  # keep each step's messages in its Step (protocol.record_prompts)
     record_memory: bool = False  # keep each step's memory text and ids (protocol.record_memory)
     prompt_format: str = "conversation"  # or "single" (see memarena.agent.prompts)
@@ -134,6 +143,7 @@ class _Live:
     error: str | None = None
     conversation: Conversation | None = None  # the conversation format's chat so far
     reply: str = ""  # the last reply, added to the conversation with the next observation
+    spans: list[MemorySpan] = field(default_factory=list)  # the memory in the step's prompt
 
 
 def _error_result(trajectory: Trajectory, exc: Exception, t0: float, order: int) -> EpisodeResult:
@@ -227,6 +237,9 @@ class EpisodeRunner:
                 for ended in self._step_all(live):
                     live.remove(ended)
                     finish(self._finish(ended))
+                for late in self._timed_out(live):
+                    live.remove(late)
+                    finish(self._finish(late))
                 if self._failed_batches >= self.s.max_failed_batches:
                     raise ServerUnreachableError(self._unreachable(results))
         finally:
@@ -302,7 +315,7 @@ class EpisodeRunner:
         prompt = self.env.prompt(item.task)
         tools = None
         if self.s.prompt_format == "single":
-            messages = build_messages(
+            messages, item.spans = build_single(
                 prompt,
                 item.task,
                 obs,
@@ -328,7 +341,7 @@ class EpisodeRunner:
             else:
                 step_memory = item.memory if self.memory.granularity == "step" else None
                 item.conversation.add_step(item.reply, obs, step_memory, show_actions=show_actions)
-            messages = item.conversation.messages()
+            messages, item.spans = item.conversation.prompt()
             if item.conversation.native_tools:
                 tools = prompt.tools
         key = f"{self.phase}:{item.run}:{item.task.id}:{step}"
@@ -403,6 +416,14 @@ class EpisodeRunner:
                     prompt=decision.request.messages if self.s.record_prompts else None,
                     memory_ids=list(item.memory.memory_ids) if recorded else None,
                     memory=dict(item.memory.slots) if self.s.record_memory else None,
+                    memory_spans=(
+                        [span.to_json() for span in item.spans] if self.s.record_prompts else None
+                    ),
+                    memory_entries=(
+                        dict(item.memory.entries)
+                        if self.s.record_memory and item.memory.entries
+                        else None
+                    ),
                 )
             )
             item.observation = result.observation
@@ -418,6 +439,29 @@ class EpisodeRunner:
                 item.success = False
                 ended.append(item)
         return ended
+
+    def _timed_out(self, live: list[_Live]) -> list[_Live]:
+        """The live episodes past ``episode_timeout_s``, ended with status ``timeout``. Checked
+        between steps: an episode ends at most one step after its limit (that step's model call
+        and env step are bounded by the backbone and the env)."""
+        limit = self.s.episode_timeout_s
+        if limit is None:
+            return []
+        now, late = time.perf_counter(), []
+        for item in live:
+            spent = now - item.started
+            if spent > limit:
+                log.warning(
+                    "episode %s timed out after %.1fs at step %d (protocol.episode_timeout_s=%s)",
+                    item.task.id, spent, len(item.trajectory.steps), limit,
+                )  # fmt: skip
+                item.status, item.success = "timeout", False
+                item.error = (
+                    f"timeout: {spent:.1f}s after {len(item.trajectory.steps)} steps, over "
+                    f"protocol.episode_timeout_s={limit}"
+                )
+                late.append(item)
+        return late
 
     @staticmethod
     def _action(item: _Live, request: ChatRequest, completion: Completion) -> str:

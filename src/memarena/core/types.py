@@ -80,10 +80,15 @@ class Step:
     # with ``protocol.record_prompts``: the chat messages the agent was given for this step and
     # the ids of the memory entries they showed (None otherwise, and then left out of the record);
     # with ``protocol.record_memory``: the ids and the memory text itself (slot -> text), without
-    # the rest of the prompt
+    # the rest of the prompt; with ``protocol.record_prompts``, ``memory_spans``: where each
+    # memory slot's text sits in ``prompt`` (``{"message", "slot", "start", "end"}``: the
+    # message's index and the character offsets of the slot in its content, as the prompt
+    # builder placed it; see memarena.agent.prompts)
     prompt: list[dict[str, Any]] | None = None
     memory_ids: list[str] | None = None
     memory: dict[str, str] | None = None
+    memory_spans: list[dict[str, Any]] | None = None
+    memory_entries: dict[str, str] | None = None  # MemoryContext.entries, with record_memory
 
 
 @dataclass
@@ -96,7 +101,7 @@ class Trajectory:
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         for step in out["steps"]:
-            for key in ("prompt", "memory_ids", "memory"):
+            for key in ("prompt", "memory_ids", "memory", "memory_spans", "memory_entries"):
                 if step.get(key) is None:
                     step.pop(key, None)
         return out
@@ -113,8 +118,9 @@ class Trajectory:
 
 
 # Episode statuses: "success" and "failure" are ordinary endings; "error" means the env or the
-# agent raised (the error text is kept); "budget" means the step budget ran out.
-EPISODE_STATUSES = ("success", "failure", "budget", "error")
+# agent raised (the error text is kept); "budget" means the step budget ran out; "timeout" that
+# the episode ran past protocol.episode_timeout_s (a failure, not retried).
+EPISODE_STATUSES = ("success", "failure", "budget", "error", "timeout")
 
 
 @dataclass
@@ -148,10 +154,16 @@ class MemoryQuery:
 
 @dataclass
 class MemoryContext:
-    """Rendered prompt slots plus the ids of the memory items that produced them."""
+    """Rendered prompt slots plus the ids of the memory items that produced them.
+
+    ``entries`` (optional): per shown id, the line it renders as in the slots (MemCo: the
+    summary field and item, e.g. ``"Failure memory: avoid 'x' when 'y'"``), so a reader sees
+    what each id showed; methods whose ids name stored entries leave it empty (the snapshot
+    holds their text)."""
 
     slots: dict[str, str] = field(default_factory=dict)
     memory_ids: list[str] = field(default_factory=list)
+    entries: dict[str, str] = field(default_factory=dict)
 
     @staticmethod
     def empty() -> MemoryContext:

@@ -3,7 +3,10 @@
 One ``generate(requests)`` sends every request at once with the ``openai`` package's
 ``AsyncOpenAI`` client, at most ``concurrency`` in flight. Each request is retried with
 exponential backoff (``backoff_s * 2**attempt``, or the server's ``Retry-After`` when longer)
-on rate limits (429), timeouts, connection errors and 5xx answers, ``max_retries`` times.
+on rate limits (429), timeouts (408 and the client's), connection errors and 5xx answers,
+``max_retries`` times. Any other 4xx refuses the request itself and is not retried: its error
+names the cause, for a prompt over the model's context the prompt's token count and the
+model's limit as the server gave them (:func:`refusal`).
 
 Failures: a request that still fails after its retries (or gets a non-retryable 4xx) becomes a
 ``Completion`` with empty text, ``fallback="request_failed"`` and ``error`` (what failed);
@@ -77,7 +80,30 @@ STRUCTURED_MODES = ("vllm", "vllm_guided", "openai", "json_object", "none")
 OPENAI_URL = "https://api.openai.com/v1"
 DUMMY_KEY = "EMPTY"  # what key-less local servers are sent
 MAX_STOP = 4  # the OpenAI API accepts at most 4 stop strings; the rest are applied here
-_RETRY_STATUS = {408, 409, 429}
+# HTTP statuses retried besides 5xx: a timeout and a rate limit. Every other 4xx refuses the
+# request itself (too long for the context, a bad parameter, an unknown model): a retry would
+# be refused the same way, so it fails at once and its error names the cause (:func:`refusal`)
+_RETRY_STATUS = {408, 429}
+# the servers' words for a prompt longer than the model's context (vLLM, OpenAI, llama.cpp's
+# server, llama-cpp-python), and where they put the two numbers
+_CONTEXT = re.compile(
+    r"context length|context window|context size|exceed_context|maximum context|too many tokens",
+    re.IGNORECASE,
+)
+_LIMIT = (
+    r"maximum context length is (\d+)",
+    r"context window of (\d+)",
+    r"n_ctx\W+(\d+)",
+    r"context (?:length|size) (?:is |of )(\d+)",
+)
+_PROMPT = (
+    r"(\d+) in the messages",
+    r"(\d+) input tokens",
+    r"messages resulted in (\d+) tokens",
+    r"requested tokens \((\d+)\)",
+    r"n_prompt_tokens\W+(\d+)",
+    r"you requested (\d+) tokens",
+)
 
 
 # -- request bodies -------------------------------------------------------------------------
@@ -283,6 +309,35 @@ def tool_calls_text(calls: Any) -> str:
     return render_tool_calls(plain_calls)
 
 
+def _number(patterns: Sequence[str], text: str) -> int | None:
+    for pattern in patterns:
+        found = re.search(pattern, text, re.IGNORECASE)
+        if found:
+            return int(found.group(1))
+    return None
+
+
+def refusal(status: int, message: str, body: Any = None) -> str:
+    """The error text of a request the server refused with a 4xx that is not retried: the
+    cause first (for a prompt over the model's context, the prompt's token count and the
+    model's limit as the server gave them), then the server's own message."""
+    text = f"{message} {json.dumps(body, default=str) if body is not None else ''}"
+    if _CONTEXT.search(text):
+        prompt, limit = _number(_PROMPT, text), _number(_LIMIT, text)
+        size = f"{prompt} tokens" if prompt is not None else "a size the server did not say"
+        cap = f"{limit} tokens" if limit is not None else "not said"
+        return (
+            f"HTTP {status}, not retried: the prompt and its reply do not fit the model's "
+            f"context (prompt {size}; the model's limit: {cap}). Lower protocol.history_steps "
+            "or protocol.max_tokens, or serve the model with a longer context. The server said: "
+            f"{message}"
+        )
+    return (
+        f"HTTP {status}, not retried (the server refused the request itself; the same request "
+        f"would be refused again). The server said: {message}"
+    )
+
+
 # -- the event loop thread --------------------------------------------------------------------
 class _LoopThread:
     """A private asyncio loop on a daemon thread; ``run(coro)`` blocks for its result."""
@@ -327,7 +382,6 @@ def quiet_http_logs() -> None:
 # -- the backbone -------------------------------------------------------------------------------
 class OpenAIBackbone(BackboneBase):
     """A chat model behind an OpenAI-compatible HTTP API; see the module docstring."""
-
 
     def __init__(
         self,
@@ -463,7 +517,7 @@ class OpenAIBackbone(BackboneBase):
                     Completion(
                         text="",
                         fallback=REQUEST_FAILED,
-                        error=f"{result.kind}: {result.detail[:300]}",
+                        error=f"{result.kind}: {result.detail[:600]}",
                     )
                 )
             else:
@@ -472,11 +526,10 @@ class OpenAIBackbone(BackboneBase):
             if failure.kind not in self._logged_errors:
                 self._logged_errors.add(failure.kind)
                 log.warning(
-                    "%s: a request to %s failed after %d retries (%s: %s); it is answered with "
-                    "empty text and counted as fallback %r",
+                    "%s: a request to %s failed (%s: %s); it is answered with empty text and "
+                    "counted as fallback %r",
                     self.name,
                     self.base_url,
-                    self.max_retries,
                     failure.kind,
                     failure.detail[:300],
                     REQUEST_FAILED,
@@ -529,7 +582,10 @@ class OpenAIBackbone(BackboneBase):
             return True, _Failure(kind, detail, connect=True)
         if isinstance(err, openai.APIStatusError):
             status = err.status_code
-            return status in _RETRY_STATUS or status >= 500, _Failure(f"{kind}({status})", detail)
+            if status in _RETRY_STATUS or status >= 500:
+                return True, _Failure(f"{kind}({status})", detail)
+            body = getattr(err, "body", None)
+            return False, _Failure(f"{kind}({status})", refusal(status, detail, body))
         if isinstance(err, asyncio.TimeoutError | ConnectionError | OSError):
             return True, _Failure(kind, detail, connect=True)
         return False, _Failure(kind, detail)

@@ -17,6 +17,8 @@ cache), the missing samples of a part-done chunk run against the same memory its
 saw, and the updates are exactly those of an uninterrupted run. With ``protocol.retry_errors`` the
 episodes that ended with status error are run again (see
 :func:`~memarena.pipeline.tasks.drop_errors`); once the snapshot exists acquisition is over.
+When every acquisition episode ended with an error, or more than ``protocol.max_error_rate`` of
+them, the run stops before the snapshot (:func:`~memarena.pipeline.summarize.check_errors`).
 
 The snapshot is written to ``memory/`` and marked complete with the checksum of
 ``memory.json``, the env, the memory's size and what acquisition cost the memory's own LLM
@@ -33,6 +35,7 @@ from memarena.agent import EpisodeRunner, Policy
 from memarena.core import Task
 from memarena.core.costs import add_into, counters, difference
 from memarena.pipeline.build import Parts
+from memarena.pipeline.summarize import check_errors
 from memarena.pipeline.tasks import cap_tasks, chunks, drop_errors
 from memarena.results import store as files
 from memarena.results.records import EpisodeRecord
@@ -95,6 +98,9 @@ def acquire(parts: Parts, policy: Policy) -> None:
         if todo:
             _run_samples(runner, todo, n, k, done, parts)
         memory.observe_groups([[r.pair() for r in done[t.id]] for t in chunk])
+    # a dead server must not leave a snapshot learnt from error episodes: no snapshot, and a
+    # rerun retries them (protocol.max_error_rate, or every episode an error)
+    check_errors(parts, [r for t in tasks for r in done[t.id]], "acquisition")
     memory.save(store.memory_dir)
     # the updates' cost (replayed on resume, so complete) plus every episode's retrievals
     spent = difference(difference(counters(memory), start), runner.retrieval_spent)

@@ -22,6 +22,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from memarena.agent import LLMPolicy, Policy, RunnerSettings, as_policy
 from memarena.core import Backbone, ConfigError, Env, MemarenaError, MemoryMethod, MemoryServices
+from memarena.launch.resources import check_colocation
 from memarena.memory.team import DomainTeam
 from memarena.pipeline.ending import close_invocation, quietly
 from memarena.pipeline.identity import config_identity, run_info, snapshot_pin
@@ -172,6 +173,7 @@ def build(
     loaded), then the env and the policy."""
     validate(cfg, choices, overrides)
     check_config(cfg)
+    check_colocation(cfg)  # two in-process vLLM engines: refused before any model loads
     protocol = ProtocolSettings.from_config(OmegaConf.to_container(cfg.protocol, resolve=True))
     agent: dict[str, Policy] = {}  # the memory's LLM factory reads the policy built below
     services = MemoryServices(
@@ -223,6 +225,7 @@ def build(
         stop=tuple(protocol.stop or ()),
         seed=cfg.seed,
         max_failed_batches=protocol.max_failed_batches,
+        episode_timeout_s=protocol.episode_timeout_s,
         record_prompts=protocol.record_prompts,
         record_memory=protocol.record_memory,
         prompt_format=protocol.prompt_format,

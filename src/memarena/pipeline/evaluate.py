@@ -59,9 +59,12 @@ def evaluate(parts: Parts) -> list[EpisodeRecord]:
             runner = EpisodeRunner(
                 parts.env, parts.policy, memory, parts.settings, phase="eval", run=run
             )
+            # an episode that ended with an error is not done when a rerun retries it
+            kept = [r for r in mine if not (protocol.retry_errors and r.status == "error")]
             log.info(
-                "evaluation run %d%s: %d tasks (%d already done)",
-                run, f" (agent {view})" if view is not None else "", len(tasks), len(mine),
+                "evaluation run %d%s: %d tasks (%d already done%s)",
+                run, f" (agent {view})" if view is not None else "", len(tasks), len(kept),
+                f", {len(mine) - len(kept)} to retry" if len(kept) < len(mine) else "",
             )  # fmt: skip
             repetition = run // protocol.runs
             # a learning run starts from the acquired memory; with memory_across_runs only the
@@ -75,8 +78,7 @@ def evaluate(parts: Parts) -> list[EpisodeRecord]:
                 stale = stale or (protocol.memory_across_runs and ran)
                 _save_final(parts, run, view, len(tasks))
             else:
-                retry = protocol.retry_errors
-                done = {r.task_id for r in mine if not (retry and r.status == "error")}
+                done = {r.task_id for r in kept}
                 runner.run(
                     [t for t in tasks if t.id not in done],
                     on_finish=lambda r, run=run, view=view, rep=repetition: store.append_record(

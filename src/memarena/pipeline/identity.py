@@ -45,15 +45,20 @@ NOT_RESULT = (
     "protocol.max_eval_tasks",
     "protocol.retry_errors",
     "protocol.max_failed_batches",
+    "protocol.max_error_rate",  # when a run stops, not what it computes
     "protocol.record_prompts",
     "protocol.record_memory",
     "protocol.allow_code_change",  # checked against run_info.json, recorded there
+    "backbone.resources",  # what a launcher reserves for the job (memarena.launch)
+    "memory_backbone.resources",
+    "memory_backbone.fallback.resources",
 )
 # result-changing keys added after runs were recorded: in the identity only when set away from
 # this default (the default is what those runs did), e.g. ReMe's official dynamic setting
 ADDED_KEYS = {
     "protocol.count_retries": False,  # the last trial of a retried task counts
     "protocol.memory_across_runs": False,  # the runs of a repetition share one memory
+    "protocol.episode_timeout_s": None,  # episodes cut at a wall-clock limit (status timeout)
 }
 # key names (last component) that set speed or bookkeeping, wherever they stand
 NOT_RESULT_LEAVES = frozenset(

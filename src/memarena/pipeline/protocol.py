@@ -54,6 +54,8 @@ class ProtocolSettings:
     count_retries: bool = False
     memory_across_runs: bool = False
     max_failed_batches: int = 3
+    max_error_rate: float | None = 0.1
+    episode_timeout_s: float | None = None
     record_prompts: bool = False
     record_memory: bool = False
     domain_memories: str = "pooled"
@@ -71,6 +73,19 @@ class ProtocolSettings:
                     f"{' or null' if key in _NULLABLE else ''}. Fix it on the command line or "
                     "in conf/protocol/; the run did not start."
                 )
+        if self.max_error_rate is not None and self.max_error_rate > 1:
+            raise ConfigError(
+                f"memarena: protocol.max_error_rate={self.max_error_rate!r} is a fraction of "
+                "episodes: a number in [0, 1], or null for no limit (a run whose episodes all "
+                "ended with an error still fails). Fix it on the command line or in "
+                "conf/protocol/; the run did not start."
+            )
+        if self.episode_timeout_s == 0:
+            raise ConfigError(
+                "memarena: protocol.episode_timeout_s=0 would end every episode at once: give "
+                "seconds > 0, or null for no limit. Fix it on the command line or in "
+                "conf/protocol/; the run did not start."
+            )
         for key, valid in (
             ("action_mode", ACTION_MODES),
             ("prompt_format", PROMPT_FORMATS),
@@ -113,6 +128,8 @@ _MINIMUM = {
     "runs": 1,
     "repetitions": 1,
     "max_failed_batches": 1,
+    "max_error_rate": 0.0,
+    "episode_timeout_s": 0.0,
     "max_train_tasks": 0,
     "max_eval_tasks": 0,
     "step_budget": 1,

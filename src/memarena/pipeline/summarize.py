@@ -8,18 +8,26 @@ uninterrupted run's, key for key; times and process counters go to ``run_info.js
 expert), a ``degenerate_memory`` (a learning memory that holds nothing, or whose LLM
 answers mostly fell back) and a ``train_test_overlap`` (a memory learnt on tasks whose id or goal
 is a test task's: MemCo's PDDL lists, ``env.train_source=problems``; how many test tasks:
-``train_test_overlap_tasks``).
+``train_test_overlap_tasks``), ``errors`` (episodes that ended with status error: ``n_errors``
+in evaluation, ``acquisition_errors`` while acquiring) and ``timeouts`` (episodes cut by
+``protocol.episode_timeout_s``: ``n_timeouts``).
+
+:func:`check_errors` ends a run whose episodes ended with an error above
+``protocol.max_error_rate`` (or all of them) with :class:`TooManyErrors`, once its records (and,
+for evaluation, ``metrics.json``) are written: a dead server never looks like a result.
 """
 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
 from omegaconf import DictConfig
 
 from memarena.agent import LLMPolicy, Policy
+from memarena.core import MemarenaError
 from memarena.core.costs import add_into, requests, tokens
 from memarena.pipeline.build import Parts
 from memarena.pipeline.tasks import cap_tasks
@@ -91,6 +99,7 @@ def metrics_of(parts: Parts, cfg: DictConfig, records: list[EpisodeRecord]) -> d
         update_every=parts.protocol.update_every,
         report=report_of(cfg),
     )
+    metrics["n_timeouts"] = sum(r.status == "timeout" for r in latest(records))
     metrics["flags"] = flags_of(parts, metrics)
     return metrics
 
@@ -125,7 +134,49 @@ def flags_of(parts: Parts, metrics: dict[str, Any]) -> list[str]:
         out.append("degenerate_memory")
     if metrics.get("train_test_overlap_tasks"):
         out.append("train_test_overlap")
+    if metrics.get("n_errors") or metrics.get("acquisition_errors"):
+        out.append("errors")
+    if metrics.get("n_timeouts"):
+        out.append("timeouts")
     return out
+
+
+class TooManyErrors(MemarenaError):
+    """Too many episodes of a run ended with status error (``protocol.max_error_rate``), or all
+    of them; the records are on disk and a rerun retries those episodes."""
+
+
+def check_errors(parts: Parts, records: Sequence[EpisodeRecord], stage: str) -> None:
+    """Raise :class:`TooManyErrors` when every one of ``records`` (the last record of each
+    episode of ``stage``: ``evaluation`` or ``acquisition``) ended with status error, or more
+    than ``protocol.max_error_rate`` of them did. The message names the commonest error text
+    (the server's message for a failed request)."""
+    records = latest(records)
+    failed = [r for r in records if r.status == "error"]
+    limit = parts.protocol.max_error_rate
+    if not failed:
+        return
+    everything = len(failed) == len(records)
+    if not everything and (limit is None or len(failed) <= limit * len(records)):
+        return
+    (text, count), *_ = Counter(str(r.error or "no error text") for r in failed).most_common(1)
+    why = (
+        "all of them"
+        if everything
+        else f"over protocol.max_error_rate={limit} (set it higher, or null, to accept them)"
+    )
+    written = (
+        f"records and metrics.json (flag `errors`) are in {parts.store.dir}"
+        if stage == "evaluation"
+        else f"records are in {parts.store.dir / files.ACQUISITION}; no memory snapshot was written"
+    )
+    raise TooManyErrors(
+        f"memarena: {len(failed)} of {len(records)} {stage} episodes ended with an error, {why}. "
+        f"The commonest error ({count} episode(s)): {text[:500]}. The {written}. Fix the cause "
+        "(a server: start it, or fix backbone.base_url; a prompt over the model's context: "
+        "lower protocol.history_steps or serve a longer context), then rerun the same command: "
+        "the episodes that ended with an error run again (protocol.retry_errors)."
+    )
 
 
 def overlapping_tasks(parts: Parts) -> int:

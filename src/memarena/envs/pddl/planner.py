@@ -10,6 +10,15 @@ the first plan it finds:
 - ``agenda_add``: goal agenda, one more goal atom per stage, greedy best-first with hAdd per
   stage; solves barman, where hFF and whole-goal hAdd plateau.
 - ``gbfs_add``: greedy best-first with hAdd over the whole goal.
+- ``ehc_ff``: enforced hill climbing with hFF's helpful actions, depth-first on plateaus; its
+  work grows with the plan's length, so it plans problems of hundreds of objects in seconds
+  (gripper with 300 balls: 2,404 ground actions, a 915-step plan from ~900 evaluations).
+
+A problem whose size (ground actions x goal atoms) is over ``large_size`` runs ``ehc_ff``
+alone: the searches above expand up to their node limits at a cost per node that grows with
+the problem (a 300-ball gripper ran for more than 5 minutes), while every generated problem
+of the default sizes and every AgentBoard problem is under half the limit and keeps the
+portfolio (and its plans). When ``ehc_ff`` fails too, the warning names the problem's size.
 
 Node limits (not time limits) keep plans identical on every machine. :class:`Expert` remembers,
 for every state on a plan it found, the next action: asking in a known state is a dict lookup.
@@ -30,6 +39,7 @@ from memarena.envs.pddl.search import (
     RelaxedHeuristic,
     SearchResult,
     bfs,
+    ehc,
     gbfs,
     goal_agenda,
     wastar,
@@ -38,7 +48,7 @@ from memarena.envs.pddl.simulator import GroundedProblem
 
 log = logging.getLogger(__name__)
 
-STRATEGIES = ("bfs", "wastar_ff", "gbfs_ff", "agenda_add", "gbfs_add")
+STRATEGIES = ("bfs", "wastar_ff", "gbfs_ff", "agenda_add", "gbfs_add", "ehc_ff")
 DEFAULT_STRATEGIES = ("bfs", "wastar_ff", "agenda_add")
 DEFAULT_NODE_LIMITS = {
     "bfs": 50000,
@@ -46,7 +56,12 @@ DEFAULT_NODE_LIMITS = {
     "gbfs_ff": 5000,
     "agenda_add": 2000,
     "gbfs_add": 20000,
+    "ehc_ff": 5000,  # heuristic evaluations; ~2 ms each on a 300-ball gripper
 }
+# ground actions x goal atoms over which only the scalable strategy runs (see the docstring);
+# the largest default-size and AgentBoard problems: 4,422 (tyreworld), 4,338 (barman)
+LARGE_SIZE = 10000
+LARGE_STRATEGIES = ("ehc_ff",)
 
 
 @dataclass(frozen=True)
@@ -57,6 +72,7 @@ class PlannerConfig:
     node_limits: tuple[tuple[str, int], ...] = tuple(sorted(DEFAULT_NODE_LIMITS.items()))
     weight: float = 2.0
     repair_limit: int = 2000
+    large_size: int = LARGE_SIZE
 
     @staticmethod
     def build(
@@ -106,6 +122,19 @@ class Expert:
         self._policy: dict[int, int | None] = {}  # state mask -> op index (None: no plan)
         self._h: dict[str, RelaxedHeuristic] = {}
         self.stats = PlannerStats()
+        goals = bin(self.enc.goal).count("1")
+        self.size = len(self.enc.pre) * max(goals, 1)
+        self.large = self.size > config.large_size
+        self.described = (
+            f"{len(problem.objects)} objects, {len(self.enc.pre)} ground actions, {goals} goal "
+            f"atoms: size {self.size}"
+        )
+        if self.large:
+            log.info(
+                "%s/%s is a large problem (%s > %d): the expert plans with %s",
+                problem.domain_name, problem.problem_name, self.described, config.large_size,
+                "/".join(LARGE_STRATEGIES),
+            )  # fmt: skip
 
     def _heuristic(self, kind: str) -> RelaxedHeuristic:
         if kind not in self._h:
@@ -122,11 +151,13 @@ class Expert:
             return gbfs(enc, start, goal, self._heuristic("ff"), limit)
         if strategy == "gbfs_add":
             return gbfs(enc, start, goal, self._heuristic("add"), limit)
+        if strategy == "ehc_ff":
+            return ehc(enc, start, goal, self._heuristic("ff"), limit)
         return goal_agenda(enc, start, goal, limit)
 
     def _search(self, start: int) -> tuple[list[int] | None, str | None, int]:
         expansions = 0
-        for strategy in self.config.strategies:
+        for strategy in LARGE_STRATEGIES if self.large else self.config.strategies:
             res = self._run(strategy, start)
             expansions += res.expansions
             if res.plan is not None:
@@ -164,9 +195,14 @@ class Expert:
             level = logging.WARNING if state == self.problem.initial_state else logging.INFO
             log.log(
                 level,
-                "expert found no plan for %s/%s after %d expansions (%.2fs)",
+                "expert found no plan for %s/%s (%s%s) after %d expansions (%.2fs)",
                 self.problem.domain_name,
                 self.problem.problem_name,
+                self.described,
+                f", over the planner's large_size {self.config.large_size}: "
+                f"{'/'.join(LARGE_STRATEGIES)} only"
+                if self.large
+                else "",
                 expansions,
                 seconds,
             )

@@ -11,7 +11,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections import deque
-from collections.abc import Container
+from collections.abc import Container, Iterable
 from dataclasses import dataclass
 
 from memarena.envs.pddl.simulator import GroundedProblem
@@ -57,10 +57,11 @@ class Encoding:
                 m |= 1 << i
         return m
 
-    def successors(self, s: int):
-        """Yield (op index, successor state) for every applicable op that changes the state."""
+    def successors(self, s: int, ops: Iterable[int] | None = None):
+        """Yield (op index, successor state) for every applicable op that changes the state
+        (of ``ops`` only, when given)."""
         pre, add, keep = self.pre, self.add, self.keep
-        for o in range(len(pre)):
+        for o in range(len(pre)) if ops is None else ops:
             p = pre[o]
             if s & p == p:
                 t = (s & keep[o]) | add[o]
@@ -89,6 +90,14 @@ class RelaxedHeuristic:
             self.is_goal[g] = True
 
     def __call__(self, s: int) -> float:
+        return self._evaluate(s, helpful=False)[0]
+
+    def helpful(self, s: int) -> tuple[float, list[int]]:
+        """hFF of ``s`` and its helpful ops: the ops of the relaxed plan applicable in ``s``
+        (their preconditions hold there), by index."""
+        return self._evaluate(s, helpful=True)
+
+    def _evaluate(self, s: int, helpful: bool) -> tuple[float, list[int]]:
         dist = [INF] * self.n
         ach = [-1] * self.n
         heap: list[tuple[float, int]] = []
@@ -123,12 +132,16 @@ class RelaxedHeuristic:
                 if counter[o] == 0:
                     fire(o, cost[o] + 1)
         if goals_left:
-            return INF
+            return INF, []
         if not self.ff:
-            return sum(dist[g] for g in self.goal_idx)
-        return self._relaxed_plan_length(dist, ach)
+            return sum(dist[g] for g in self.goal_idx), []
+        chosen = self._relaxed_plan(dist, ach)
+        if not helpful:
+            return len(chosen), []
+        useful = [o for o in sorted(chosen) if all(dist[p] == 0 for p in self.pre_idx[o])]
+        return len(chosen), useful
 
-    def _relaxed_plan_length(self, dist: list[float], ach: list[int]) -> int:
+    def _relaxed_plan(self, dist: list[float], ach: list[int]) -> set[int]:
         chosen: set[int] = set()
         stack = [g for g in self.goal_idx if dist[g] > 0]
         seen = set(stack)
@@ -142,7 +155,7 @@ class RelaxedHeuristic:
                 if dist[p] > 0 and p not in seen:
                     seen.add(p)
                     stack.append(p)
-        return len(chosen)
+        return chosen
 
 
 @dataclass
@@ -269,3 +282,52 @@ def goal_agenda(enc: Encoding, start: int, goal: int, limit: int) -> SearchResul
             s = (s & enc.keep[o]) | enc.add[o]
         plan += res.plan
     return SearchResult(plan, expansions)
+
+
+def ehc(
+    enc: Encoding, start: int, goal: int, h: RelaxedHeuristic, limit: int, depth: int = 8
+) -> SearchResult:
+    """Enforced hill climbing with helpful actions (FF's first search), for problems too big
+    for the searches above: from the current state, look for a state with a lower hFF through
+    helpful ops (all ops when those lead nowhere better), depth-first up to ``depth`` steps, and
+    make it the current state. Depth-first, so a plateau is left along its first way out
+    instead of evaluating every sibling (gripper: each of hundreds of balls a second gripper
+    could pick). One heuristic evaluation per state seen: the work grows with the plan's length,
+    not with the state space. ``limit`` counts heuristic evaluations (``expansions`` of the
+    result); fails at a dead end or at the limit."""
+    s = start
+    hs, helpful = h.helpful(s)
+    if hs == INF:
+        return SearchResult(None, 1)
+    evaluations, plan = 1, []
+    while s & goal != goal:
+        found = None
+        for only_helpful in (True, False):
+            parent: dict[int, tuple[int, int] | None] = {s: None}
+            stack = [(enc.successors(s, helpful if only_helpful else None), s, 0)]
+            while stack and found is None:
+                successors, u, level = stack[-1]
+                step = next(successors, None)
+                if step is None:
+                    stack.pop()
+                    continue
+                o, t = step
+                if t in parent:
+                    continue
+                parent[t] = (o, u)
+                if evaluations >= limit:
+                    return SearchResult(None, evaluations)
+                ht, t_helpful = h.helpful(t)
+                evaluations += 1
+                if ht < hs:
+                    found, hs, helpful = t, ht, t_helpful
+                elif ht < INF and level + 1 < depth:
+                    ops = t_helpful if only_helpful else None
+                    stack.append((enc.successors(t, ops), t, level + 1))
+            if found is not None:
+                break
+        if found is None:
+            return SearchResult(None, evaluations)
+        plan += _extract(parent, found)
+        s = found
+    return SearchResult(plan, evaluations)

@@ -72,11 +72,14 @@ class Composed:
     roles: dict[str, list[Entry]] = field(default_factory=lambda: {h: [] for h in ROLES})
     text: str = ""
     memory_ids: list[str] = field(default_factory=list)
+    entries: dict[str, str] = field(default_factory=dict)  # id -> the line it renders as
 
     def to_context(self, slot: str = SLOT) -> MemoryContext:
         if not self.text:
             return MemoryContext.empty()
-        return MemoryContext(slots={slot: self.text}, memory_ids=list(self.memory_ids))
+        return MemoryContext(
+            slots={slot: self.text}, memory_ids=list(self.memory_ids), entries=dict(self.entries)
+        )
 
 
 def step_key(action: str) -> tuple[str, ...]:
@@ -200,6 +203,13 @@ def compose(
     if not any(roles.values()):
         return out
     out.memory_ids = [e.id for h in ROLES for e in roles[h]]
+    # each id under the summary field that shows it (the ground role is "Local memory", the
+    # workflow role "Global memory", the reflection role "Failure memory", whatever the source)
+    out.entries = {
+        e.id: f"{label}: {render_item(e, q)}"
+        for h, label in zip(ROLES, LABELS[2:5], strict=True)
+        for e in roles[h]
+    }
     out.text = render(q, roles)
     return out
 
@@ -276,7 +286,13 @@ def concat_context(local: list[Entry], global_: list[Entry]) -> Composed:
     roles: dict[str, list[Entry]] = {h: [] for h in ROLES}
     for e in local + global_:
         roles[support_role(e)].append(e)
-    return Composed(roles=roles, text="\n".join(parts), memory_ids=[e.id for e in local + global_])
+    entries = {e.id: stored_line(e)[2:] for e in local + global_}
+    return Composed(
+        roles=roles,
+        text="\n".join(parts),
+        memory_ids=[e.id for e in local + global_],
+        entries=entries,
+    )
 
 
 __all__ = ["Composed", "compose", "concat_context", "render"]
