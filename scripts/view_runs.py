@@ -1,6 +1,10 @@
-"""Write one static HTML page to browse a results tree: the runs with their metrics and flags,
-each run's episodes, and each episode's steps with the prompt's memory highlighted and the
-retrieved memory ids (prompts are there when the run set ``protocol.record_prompts=true``).
+"""Write one static HTML page to browse and compare the runs of a results tree: the runs with
+their metrics and flags (search, filter by method / env / success / flag, sort by any column),
+each run's episodes (filtered and sorted the same way), each episode's steps with the memory
+each step showed (its ids with their text, the memory text with ``protocol.record_memory=true``,
+the prompt with the memory marked with ``protocol.record_prompts=true``), and a comparison
+page: tick two or more runs, pick a task they share, and see their trajectories side by side,
+step by step, with the memory each step showed and the first divergence marked.
 
     python scripts/view_runs.py results                      # writes results/runs.html
     python scripts/view_runs.py results/demo --out /tmp/demo.html

@@ -1,7 +1,7 @@
 """notebooks/memco.ipynb on an empty results dir and on a small hand-built results tree in the
 pipeline's layout and keys (folder names, ``per_split``, ``global_records``; the Table 1 and 12
 cells on runs the pipeline really wrote are in test_notebooks_real_runs.py), plus unit tests of
-memarena.results.memco_report."""
+memarena.reports.memco.tables."""
 
 import json
 from pathlib import Path
@@ -15,11 +15,11 @@ from memarena.memory.gmemory.prompts import PAST_SUCCESSES_HEADER
 from memarena.memory.memco.base import GlobalRecord
 from memarena.memory.memco.compose import HEADER as MEMCO_HEADER
 from memarena.memory.memco.wilson import promotion_score
-from memarena.results import memco_figures as mf
-from memarena.results import memco_report as mr
-from memarena.results.paper import paper_numbers
+from memarena.reports.common import declaring_configs, experiment_configs
+from memarena.reports.memco import figures as mf
+from memarena.reports.memco import tables as mr
+from memarena.reports.paper import paper_numbers
 from memarena.results.records import EpisodeRecord
-from memarena.results.report_common import declaring_configs, experiment_configs
 
 MEMCO_NB = ROOT / "notebooks" / "memco.ipynb"
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -302,9 +302,12 @@ def episode(task_id: str, success: bool, steps: list[tuple[str, str]], agent=Non
             state_changed=k != 1,
             failure_label="invalid_action" if k == 1 else None,
         )
+        # where the prompt builder put the memory (Step.memory_spans)
+        spans = [{"message": 1, "slot": "memory", "start": 0, "end": len(memory)}]
         traj.steps.append(
-            Step(action, f"obs {k} of {action}", 0.0, 0.0, fb, prompt=prompt, memory_ids=[f"id{k}"])
-        )
+            Step(action, f"obs {k} of {action}", 0.0, 0.0, fb, prompt=prompt,
+                 memory_ids=[f"id{k}"], memory_spans=spans if memory else None)
+        )  # fmt: skip
     outcome = Outcome(
         success, 1.0 if success else 0.5, len(steps), "success" if success else "budget"
     )
@@ -539,6 +542,7 @@ def test_case_study_without_recorded_prompts(tmp_path):
 
 def test_step_memory_reads_the_prompt():
     step = {"prompt": [{"role": "user", "content": f"few-shot\n\n{GMEM_MEMORY}\n\nYour task: x"}]}
+    step["memory_spans"] = [{"message": 0, "slot": "m", "start": 10, "end": 10 + len(GMEM_MEMORY)}]
     assert mf.step_memory(step) == GMEM_MEMORY
     assert mf.step_memory({"prompt": [{"role": "user", "content": "no memory"}]}) == ""
     assert mf.step_memory({"action": "look"}) == mf.NO_PROMPTS

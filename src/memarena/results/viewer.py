@@ -3,106 +3,51 @@
 :func:`write_page` reads every run under a results folder (:func:`~memarena.results.collect.
 collect`: ids, flags, metrics) with its episodes (``episodes.jsonl``, then
 ``acquisition.jsonl``; the latest copy of each episode, as the metrics count them) and writes
-one self-contained page: inline CSS and a few lines of JS that show one view at a time from
-the URL fragment, no server and nothing fetched.
+one self-contained page: inline CSS and JS (:mod:`memarena.results.view_assets`) that show one
+view at a time from the URL fragment, no server and nothing fetched.
 
-Views: ``#runs`` (every run: experiment / env / method / backbone / seed, key metrics, flags),
-``#run-<i>`` (its metrics and episodes), ``#ep-<i>-<j>`` (the episode's steps: action,
-observation, validity, reward, progress, the memory ids retrieved for the step, and, when the
-run recorded its prompts with ``protocol.record_prompts=true``, the messages the agent got).
+Views:
 
-The prompt has no markup around its memory: each method's slot text starts with the method's
-header (:data:`MEMORY_HEADERS`, the methods' own constants) and the prompt builder
-(:mod:`memarena.agent.prompts`) puts the slots before ``Your task:`` in the first user message,
-or per step before ``Valid actions:`` or at the end of the step's user message. The viewer
-marks each such span (``<mark class="memory">``). A conversation prompt is append-only, so a
-step lists only the messages that its previous step's prompt did not already hold.
+- ``#runs``: every run (experiment / env / method / backbone / seed, key metrics, flags),
+  filtered by text, method, env, success and flag, sorted by any column; tick runs to compare.
+- ``#run-<i>``: its metrics and episodes (filtered by text, phase, agent and success; sorted).
+- ``#ep-<i>-<j>``: the episode's steps: action, observation, validity, reward, progress, the
+  memory the step showed (its ids, and its text when the run recorded it with
+  ``protocol.record_memory``; an id's stored text from the snapshot on hover), and, when the
+  run recorded its prompts (``protocol.record_prompts=true``), the messages the agent got, each
+  memory slot marked at the place the prompt builder recorded (``Step.memory_spans``). A
+  conversation prompt is append-only, so a step lists only the messages that its previous
+  step's prompt did not already hold.
+- ``#compare?runs=<i>,<k>[&task=<id>]``: the evaluated tasks the chosen runs share (outcome per
+  run, the first step where their actions differ), and one task's trajectories side by side,
+  step by step, with the memory each step showed; the first divergence is marked.
 
-All text is escaped with :func:`html.escape`.
+The viewer reads only what a run wrote; it knows no method. Text from a run is escaped
+(:func:`html.escape`) or, in the comparison view, written with ``textContent``.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from pathlib import Path
 from typing import Any
 
-from memarena.memory.amem import prompts as amem_prompts
-from memarena.memory.generative_agents import prompts as ga_prompts
-from memarena.memory.gmemory import prompts as gmemory_prompts
-from memarena.memory.langmem import prompts as langmem_prompts
-from memarena.memory.memco import compose as memco_compose
-from memarena.memory.memorybank import prompts as memorybank_prompts
-from memarena.memory.memrl import prompts as memrl_prompts
-from memarena.memory.memskill import prompts as memskill_prompts
-from memarena.memory.reme import prompts as reme_prompts
-from memarena.memory.voyager import prompts as voyager_prompts
 from memarena.results.collect import collect, default_metrics
 from memarena.results.records import EpisodeRecord, latest
+from memarena.results.view_assets import CSS, JS
+from memarena.results.view_memory import NO_SPANS, marked, shown_text, snapshot_texts
+from memarena.results.view_memory import spans_by_message as _spans_by_message
 
-# the first line of every memory slot a method renders (memco's fixed-concatenation ablation
-# writes its own literal header, see memarena.memory.memco.compose.concat_context)
-MEMORY_HEADERS: tuple[str, ...] = (
-    memco_compose.HEADER,
-    memco_compose.CONCAT_HEADER,
-    gmemory_prompts.PAST_SUCCESSES_HEADER,
-    gmemory_prompts.INSIGHTS_HEADER,
-    gmemory_prompts.PAST_TRAJECTORIES_HEADER,
-    reme_prompts.HEADER,
-    reme_prompts.GUIDANCE_HEADER,
-    reme_prompts.LESSONS_HEADER,
-    memorybank_prompts.PAST_HEADER,
-    memorybank_prompts.OVERVIEW_HEADER,
-    voyager_prompts.SKILLS_HEADER,
-    voyager_prompts.PAST_HEADER,
-    memskill_prompts.MEMORY_HEADER,
-    amem_prompts.MEMORY_HEADER,
-    amem_prompts.AMEM_INSIGHTS_HEADER,
-    amem_prompts.MEMCO_EXAMPLES_HEADER,
-    amem_prompts.MEMCO_INSIGHTS_HEADER,
-    ga_prompts.MEMORIES_HEADER,
-    ga_prompts.PAST_HEADER,
-    memrl_prompts.SUCCESS_HEADER,
-    memrl_prompts.FAILURE_HEADER,
-    langmem_prompts.HEADER,
-)
-# what follows the memory slots in a user message (memarena.agent.prompts)
-_AFTER_MEMORY = ("\n\nYour task: ", "\n\nValid actions: ")
 EPISODE_FILES = (("evaluation", "episodes.jsonl"), ("acquisition", "acquisition.jsonl"))
 NO_PROMPTS = (
     '<p class="note">The prompts were not recorded: rerun with protocol.record_prompts=true '
     "to see them here.</p>"
 )
 RUN_KEYS = ("experiment", "env", "method", "ablation", "backbone", "seed")
-
-
-def memory_spans(text: str, headers: Sequence[str] = MEMORY_HEADERS) -> list[tuple[int, int]]:
-    """``(start, end)`` of each memory section of a prompt message: from a header that starts
-    a paragraph to the next ``Your task:`` / ``Valid actions:`` paragraph or the message's end
-    (consecutive slots make one span)."""
-    pattern = "|".join(re.escape(h) for h in sorted(set(headers), key=len, reverse=True))
-    spans: list[tuple[int, int]] = []
-    for found in re.finditer(rf"(?:^|(?<=\n\n))(?:{pattern})", text):
-        start = found.start()
-        if spans and start < spans[-1][1]:
-            continue
-        ends = [i for i in (text.find(m, start) for m in _AFTER_MEMORY) if i >= 0]
-        spans.append((start, min(ends, default=len(text))))
-    return spans
-
-
-def highlight(text: str, headers: Sequence[str] = MEMORY_HEADERS) -> str:
-    """``text`` escaped, its memory sections wrapped in ``<mark class="memory">``."""
-    out, pos = [], 0
-    for start, end in memory_spans(text, headers):
-        out += [escape(text[pos:start]), f'<mark class="memory">{escape(text[start:end])}</mark>']
-        pos = end
-    out.append(escape(text[pos:]))
-    return "".join(out)
+NO_SNAPSHOT_TEXT = "not in the memory snapshot (made at retrieval); see the step's memory text"
 
 
 def _fmt(value: Any) -> str:
@@ -113,17 +58,60 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def _table(header: Sequence[str], rows: Iterable[Sequence[str]], cls: str = "") -> str:
-    """A table of already-escaped cells."""
+def _table(
+    header: Sequence[str], rows: Iterable[Sequence[str]], cls: str = "", tid: str = ""
+) -> str:
+    """A table of already-escaped cells (a row given as a str is an already-built ``<tr>``)."""
     head = "".join(f"<th>{h}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
-    return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+    body = "".join(
+        r if isinstance(r, str) else "<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>"
+        for r in rows
+    )
+    ident = f' id="{tid}"' if tid else ""
+    return (
+        f'<table class="{cls}"{ident}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+    )
 
 
-def _ids(ids: Sequence[str] | None) -> str:
+def _ids(ids: Sequence[str] | None, texts: Mapping[str, str]) -> str:
+    """Memory ids, each with its text when known (the line the step recorded for it, else the
+    snapshot's entry), also as its tooltip."""
     if not ids:
         return '<span class="none">none</span>'
-    return " ".join(f'<code class="memid">{escape(str(i))}</code>' for i in ids)
+    items = []
+    for i in map(str, ids):
+        text = texts.get(i)
+        title = escape(text or NO_SNAPSHOT_TEXT)
+        line = f' <span class="memline">{escape(text)}</span>' if text else ""
+        items.append(f'<li><code class="memid" title="{title}">{escape(i)}</code>{line}</li>')
+    return f'<ul class="memids">{"".join(items)}</ul>'
+
+
+def _filters(table_id: str, selects: Mapping[str, Iterable[tuple[str, str]]]) -> str:
+    """A filter bar for the table ``table_id``: a text search and one select per row
+    attribute (``data-<key>``), each option ``(value, label)``; '' is "any"."""
+    parts = [
+        f'<div class="filters" data-table="{table_id}">'
+        '<input type="search" class="filter-text" placeholder="search" aria-label="search">'
+    ]
+    for key, options in selects.items():
+        opts = "".join(
+            f'<option value="{escape(v)}">{escape(label)}</option>'
+            for v, label in [("", f"any {key}"), *options]
+        )
+        parts.append(f'<select class="filter" data-key="{key}" aria-label="{key}">{opts}</select>')
+    parts.append('<span class="count"></span></div>')
+    return "".join(parts)
+
+
+def _breakable(text: str) -> str:
+    """``text`` escaped, with a line-break opportunity after each ``_`` and ``-`` (long names
+    wrap there, so a wide table fits its window)."""
+    return escape(text).replace("_", "_<wbr>").replace("-", "-<wbr>")
+
+
+def _choices(values: Iterable[Any]) -> list[tuple[str, str]]:
+    return [(v, v) for v in sorted({str(x) for x in values if x not in (None, "")})]
 
 
 def read_episodes(run_dir: Path) -> list[tuple[str, EpisodeRecord]]:
@@ -140,36 +128,58 @@ def read_episodes(run_dir: Path) -> list[tuple[str, EpisodeRecord]]:
     return out
 
 
-def _messages(messages: Sequence[Mapping[str, Any]], previous: Sequence[Any]) -> str:
-    """The step's prompt messages, without the leading ones the previous step's prompt held."""
+def _messages(
+    messages: Sequence[Mapping[str, Any]], previous: Sequence[Any], step: Mapping[str, Any]
+) -> str:
+    """The step's prompt messages, without the leading ones the previous step's prompt held;
+    each memory slot marked where the step's ``memory_spans`` put it."""
     same = 0
     for a, b in zip(messages, previous, strict=False):
         if a != b:
             break
         same += 1
+    spans = _spans_by_message(step)
     parts = [f'<p class="note">{same} earlier messages as in the previous step</p>'] if same else []
-    for m in messages[same:]:
+    for index, m in enumerate(messages[same:], start=same):
         role = escape(str(m.get("role", "?")))
         content = m.get("content")
-        if not isinstance(content, str):
-            content = json.dumps(content, indent=1, ensure_ascii=False)
+        if isinstance(content, str):
+            shown = marked(content, spans.get(index, ()))
+        else:
+            shown = escape(json.dumps(content, indent=1, ensure_ascii=False))
         calls = m.get("tool_calls")
-        extra = f"\n[tool calls] {json.dumps(calls, ensure_ascii=False)}" if calls else ""
+        if calls:
+            shown += escape(f"\n[tool calls] {json.dumps(calls, ensure_ascii=False)}")
         parts.append(
-            f'<div class="msg {role}"><div class="role">{role}</div>'
-            f"<pre>{highlight(content + extra)}</pre></div>"
+            f'<div class="msg {role}"><div class="role">{role}</div><pre>{shown}</pre></div>'
         )
     return "".join(parts)
 
 
-def _steps(record: EpisodeRecord) -> str:
+def _memory_cell(steps: Sequence[Mapping[str, Any]], k: int, texts: Mapping[str, str]) -> str:
+    """The memory step ``k`` showed: its ids and, when recorded, its text."""
+    s = steps[k]
+    known = {**texts, **(s.get("memory_entries") or {})}
+    ids = _ids(s.get("memory_ids"), known)
+    text = shown_text(s)
+    if text is None or text == "":
+        return ids
+    if k > 0 and shown_text(steps[k - 1]) == text:
+        return f'{ids}<div class="note">memory text as in step {k - 1}</div>'
+    return (
+        f'{ids}<details class="memory-text"><summary>memory text shown</summary>'
+        f'<pre class="memtext">{escape(text)}</pre></details>'
+    )
+
+
+def _steps(record: EpisodeRecord, texts: Mapping[str, str]) -> str:
     """The steps table; a step's prompt (when recorded) in a full-width row below it."""
     traj = record.trajectory or {}
     steps = traj.get("steps") or []
     if not steps:
         return '<p class="none">no trajectory recorded</p>'
-    header = ("step", "action", "observation", "validity", "reward", "progress", "memory ids")
-    rows, previous = [], []
+    header = ("step", "action", "observation", "validity", "reward", "progress", "memory shown")
+    rows, previous, unplaced = [], [], False
     for k, s in enumerate(steps):
         fb = s.get("feedback") or {}
         valid = "valid" if fb.get("valid_action") else "invalid"
@@ -181,24 +191,27 @@ def _steps(record: EpisodeRecord) -> str:
             f'<span class="{valid}">{valid}</span>{label}',
             _fmt(s.get("reward")),
             _fmt(s.get("progress")),
-            _ids(s.get("memory_ids")),
+            _memory_cell(steps, k, texts),
         )
         rows.append(f'<tr class="step">{"".join(f"<td>{c}</td>" for c in cells)}</tr>')
         prompt = s.get("prompt")
         if prompt:
-            shown = _messages(prompt, previous)
+            unplaced = unplaced or "memory_spans" not in s
+            shown = _messages(prompt, previous, s)
             previous = prompt
             rows.append(
                 f'<tr class="prompt"><td colspan="{len(header)}"><details>'
                 f"<summary>prompt of step {k}</summary>{shown}</details></td></tr>"
             )
     head = "".join(f"<th>{h}</th>" for h in header)
-    note = "" if previous else NO_PROMPTS
+    note = NO_PROMPTS if not previous else (NO_SPANS if unplaced else "")
     body = "".join(rows)
     return f'{note}<table class="steps"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
-def _episode_view(run_i: int, ep_j: int, phase: str, record: EpisodeRecord, title: str) -> str:
+def _episode_view(
+    run_i: int, ep_j: int, phase: str, record: EpisodeRecord, title: str, texts: Mapping[str, str]
+) -> str:
     traj = record.trajectory or {}
     task = traj.get("task") or {}
     facts = (
@@ -221,10 +234,18 @@ def _episode_view(run_i: int, ep_j: int, phase: str, record: EpisodeRecord, titl
         f'<h2>{escape(record.task_id)}</h2><table class="facts">{rows}</table>'
         f"<h3>Goal</h3><pre>{escape(str(task.get('goal', '')))}</pre>"
         f"<h3>Initial observation</h3><pre>{escape(str(traj.get('initial_observation', '')))}"
-        f"</pre><h3>Memory ids retrieved in the episode</h3>"
-        f'<p class="episode-memory-ids">{_ids(record.memory_ids)}</p>'
-        f"<h3>Steps</h3>{_steps(record)}</section>"
+        f"</pre><h3>Memory ids shown in the episode</h3>"
+        f'<div class="episode-memory-ids">{_ids(record.memory_ids, _known(record, texts))}</div>'
+        f"<h3>Steps</h3>{_steps(record, texts)}</section>"
     )
+
+
+def _known(record: EpisodeRecord, texts: Mapping[str, str]) -> dict[str, str]:
+    """The text of each id: the snapshot's, then the lines the steps recorded for it."""
+    known = dict(texts)
+    for s in (record.trajectory or {}).get("steps") or []:
+        known.update(s.get("memory_entries") or {})
+    return known
 
 
 def _run_title(row: Mapping[str, Any]) -> str:
@@ -232,15 +253,21 @@ def _run_title(row: Mapping[str, Any]) -> str:
     return f"{row['experiment']} / {row['env']} / {variant} / {row['backbone']} / seed{row['seed']}"
 
 
-def _run_view(i: int, row: Mapping[str, Any], episodes: list[tuple[str, EpisodeRecord]]) -> str:
+def _run_view(
+    i: int,
+    row: Mapping[str, Any],
+    episodes: list[tuple[str, EpisodeRecord]],
+    texts: Mapping[str, str],
+) -> str:
     skip = {"run_dir", "report_paper", "report_tables", *RUN_KEYS, "variant"}
     metrics = "".join(
         f"<tr><th>{escape(str(k))}</th><td>{escape(_fmt(v))}</td></tr>"
         for k, v in row.items()
         if k not in skip
     )
-    rows = [
-        (
+    rows = []
+    for j, (phase, r) in enumerate(episodes):
+        cells = (
             f'<a class="episode-link" href="#ep-{i}-{j}">{escape(r.task_id)}</a>',
             escape(phase),
             escape(str(r.agent or "")),
@@ -250,50 +277,137 @@ def _run_view(i: int, row: Mapping[str, Any], episodes: list[tuple[str, EpisodeR
             escape(str(r.steps)),
             escape(str(len(r.memory_ids))),
         )
-        for j, (phase, r) in enumerate(episodes)
-    ]
+        attrs = (
+            f'data-phase="{escape(phase)}" data-agent="{escape(str(r.agent or ""))}" '
+            f'data-success="{"success" if r.success else "failure"}"'
+        )
+        rows.append(f"<tr {attrs}>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     header = ("task", "phase", "agent", "run", "status", "progress", "steps", "memory ids")
+    filters = _filters(
+        f"episodes-{i}",
+        {
+            "phase": _choices(p for p, _ in episodes),
+            "agent": _choices(r.agent for _, r in episodes),
+            "success": [("success", "succeeded"), ("failure", "failed")],
+        },
+    )
     return (
         f'<section class="view run" id="run-{i}"><p><a href="#runs">runs</a></p>'
         f'<h2>{escape(_run_title(row))}</h2><p class="dir">{escape(str(row["run_dir"]))}</p>'
-        f"<h3>Episodes ({len(episodes)})</h3>{_table(header, rows, 'episodes')}"
+        f"<h3>Episodes ({len(episodes)})</h3>{filters}"
+        f"{_table(header, rows, 'episodes sortable', f'episodes-{i}')}"
         f'<h3>Metrics</h3><table class="facts">{metrics}</table></section>'
     )
 
 
+def _success_class(row: Mapping[str, Any]) -> str:
+    rate = row.get("success_rate")
+    if rate is None or (isinstance(rate, float) and math.isnan(rate)):
+        return ""
+    return "some" if rate > 0 else "none"
+
+
 def _runs_view(rows: list[Mapping[str, Any]], metrics: Sequence[str], root: Path) -> str:
-    header = ("#", *RUN_KEYS, *metrics, "flags")
+    header = ("compare", "#", *map(_breakable, (*RUN_KEYS, *metrics)), "flags")
     body = []
     for i, row in enumerate(rows):
-        ids = [escape(_fmt(row.get(k))) for k in RUN_KEYS]
+        ids = [_breakable(_fmt(row.get(k))) for k in RUN_KEYS]
         ids[2] = f'<a class="run-link" href="#run-{i}">{ids[2]}</a>'
-        body.append((str(i), *ids, *(escape(_fmt(row.get(m))) for m in metrics),
-                     escape(str(row.get("flags") or ""))))  # fmt: skip
+        flags = str(row.get("flags") or "")
+        cells = [
+            f'<input type="checkbox" class="pick" value="{i}" aria-label="compare run {i}">',
+            str(i),
+            *ids,
+            *(escape(_fmt(row.get(m))) for m in metrics),
+        ]
+        attrs = (
+            f'data-method="{escape(str(row.get("method", "")))}" '
+            f'data-env="{escape(str(row.get("env", "")))}" '
+            f'data-success="{_success_class(row)}" data-flags="{escape(flags)}"'
+        )
+        tds = "".join(f"<td>{c}</td>" for c in cells)
+        body.append(
+            f'<tr {attrs}>{tds}<td class="flags">{escape(flags.replace(",", ", "))}</td></tr>'
+        )
+    all_flags = {f for row in rows for f in str(row.get("flags") or "").split(",") if f}
+    filters = _filters(
+        "runs-table",
+        {
+            "method": _choices(r.get("method") for r in rows),
+            "env": _choices(r.get("env") for r in rows),
+            "success": [("some", "success rate > 0"), ("none", "success rate 0")],
+            "flags": [("(none)", "no flags"), *_choices(all_flags)],
+        },
+    )
     return (
         f'<section class="view runs" id="runs"><h2>Runs in {escape(str(root))} ({len(rows)})'
-        f"</h2>{_table(header, body, 'runs')}</section>"
+        f"</h2>{filters}"
+        '<p><button type="button" id="compare-selected">Compare the ticked runs</button> '
+        '<span class="note">side by side, task by task</span></p>'
+        f"{_table(header, body, 'runs sortable', 'runs-table')}</section>"
     )
 
 
-_CSS = """
-body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}
-table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:3px 6px;
-vertical-align:top;text-align:left}thead th{background:#eee}
-pre{white-space:pre-wrap;margin:0;max-width:60em}.view{display:none}.view.shown{display:block}
-mark.memory{background:#fff3b0;outline:1px solid #e0b000;display:inline-block}
-code.memid{background:#e8f0ff;padding:0 3px;margin:1px;display:inline-block}
-.invalid{color:#b00}.valid{color:#070}.none,.note,.dir{color:#888}
-.msg{border-left:3px solid #ccc;padding-left:6px;margin:4px 0}.msg.user{border-color:#48c}
-.msg.assistant{border-color:#4a4}.role{font-weight:bold;font-size:.85em}
-"""
-_JS = """
-function show(){var id=(location.hash||'#runs').slice(1);
-var target=document.getElementById(id);if(!target||!target.classList.contains('view'))
-{target=document.getElementById('runs');}
-document.querySelectorAll('.view').forEach(function(v){v.classList.toggle('shown',v===target);});
-window.scrollTo(0,0);}
-window.addEventListener('hashchange',show);show();
-"""
+def _compare_view(rows: list[Mapping[str, Any]]) -> str:
+    picks = "".join(
+        f'<label><input type="checkbox" class="pick" value="{i}"> {i}: '
+        f"{escape(_run_title(row))}</label>"
+        for i, row in enumerate(rows)
+    )
+    return (
+        '<section class="view compare" id="compare">'
+        "<h2>Compare runs task by task</h2>"
+        f'<div class="chooser">{picks}</div>'
+        '<p><button type="button" id="compare-apply">Compare</button> '
+        '<label><input type="checkbox" id="only-diverging"> only tasks whose trajectories '
+        'differ</label></p><p id="compare-msg" class="note"></p>'
+        '<div id="compare-tasks"></div><div id="compare-grid"></div></section>'
+    )
+
+
+def _compare_episode(r: int, j: int, record: EpisodeRecord) -> dict[str, Any]:
+    """An evaluated episode as the comparison view reads it."""
+    traj = record.trajectory or {}
+    steps = []
+    for s in traj.get("steps") or []:
+        fb = s.get("feedback") or {}
+        steps.append(
+            {
+                "a": str(s.get("action", "")),
+                "o": str(s.get("observation", "")),
+                "ok": bool(fb.get("valid_action")),
+                "fl": fb.get("failure_label"),
+                "ids": [str(i) for i in s.get("memory_ids") or []],
+                "ent": s.get("memory_entries") or {},
+                "mem": shown_text(s),
+            }
+        )
+    return {
+        "r": r,
+        "j": j,
+        "task": record.task_id,
+        "agent": record.agent,
+        "run": record.run,
+        "status": record.status,
+        "success": bool(record.success),
+        "goal": str((traj.get("task") or {}).get("goal", "")),
+        "steps": steps,
+    }
+
+
+def _json_script(data: Any) -> str:
+    """``data`` as JSON inside a script element (``<`` escaped, so no text ends it)."""
+    text = json.dumps(data, ensure_ascii=False).replace("<", "\\u003c")
+    return f'<script id="compare-data" type="application/json">{text}</script>'
+
+
+def _episode_ids(episodes: list[tuple[str, EpisodeRecord]]) -> set[str]:
+    ids: set[str] = set()
+    for _, r in episodes:
+        ids.update(map(str, r.memory_ids))
+        for s in (r.trajectory or {}).get("steps") or []:
+            ids.update(map(str, s.get("memory_ids") or ()))
+    return ids
 
 
 def render_page(results_dir: str | Path) -> str:
@@ -302,16 +416,26 @@ def render_page(results_dir: str | Path) -> str:
     df = collect(root)
     metrics = [m for m in (*default_metrics(df), "n_episodes") if m in df.columns]
     rows = df.to_dict("records")
-    views = [_runs_view(rows, metrics, root)]
+    views = [_runs_view(rows, metrics, root), _compare_view(rows)]
+    data: dict[str, Any] = {"runs": [], "episodes": [], "texts": []}
     for i, row in enumerate(rows):
-        episodes = read_episodes(Path(row["run_dir"]))
-        views.append(_run_view(i, row, episodes))
+        run_dir = Path(row["run_dir"])
+        episodes = read_episodes(run_dir)
+        texts = snapshot_texts(run_dir, _episode_ids(episodes))
         title = _run_title(row)
-        views += [_episode_view(i, j, ph, r, title) for j, (ph, r) in enumerate(episodes)]
+        views.append(_run_view(i, row, episodes, texts))
+        views += [_episode_view(i, j, ph, r, title, texts) for j, (ph, r) in enumerate(episodes)]
+        data["runs"].append({"title": title})
+        data["texts"].append(texts)
+        data["episodes"] += [
+            _compare_episode(i, j, r) for j, (ph, r) in enumerate(episodes) if ph == "evaluation"
+        ]
+    nav = '<nav class="top"><a href="#runs">runs</a><a href="#compare">compare</a></nav>'
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-        f"<title>memarena runs: {escape(str(root))}</title><style>{_CSS}</style></head>"
-        f"<body><h1>memarena runs</h1>{''.join(views)}<script>{_JS}</script></body></html>\n"
+        f"<title>memarena runs: {escape(str(root))}</title><style>{CSS}</style></head>"
+        f"<body><h1>memarena runs</h1>{nav}{''.join(views)}{_json_script(data)}"
+        f"<script>{JS}</script></body></html>\n"
     )
 
 
