@@ -1,6 +1,8 @@
-"""`python run.py method=reme ...` end to end with the real embedded summarizer (SmolLM2 as
-the memory-side LLM under the scripted agent): samples per task on disk, ReMe's protocol on
-BFCL with Avg@4 / Pass@4 over repetitions, and the dynamic variant on a saved snapshot."""
+"""`python run.py method=reme ...` end to end: samples per task on disk with the real embedded
+summarizer (SmolLM2 as the memory-side LLM under the scripted agent), ReMe's protocol on BFCL
+with Avg@4 / Pass@4 over repetitions and the dynamic variant on a saved snapshot (metrics and
+protocol, with the schema-filling memory LLM double: what SmolLM2 writes as ReMe's memory LLM
+is asserted in tests/test_memory_end_to_end.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from pathlib import Path
 import pytest
 from needs import need_module
 
-from conftest import run_py
+from conftest import SCHEMA_LLM, run_py
 
 SMALL = [
     "backbone=scripted",
@@ -67,8 +69,8 @@ def test_reme_on_pddl_samples_each_train_task_and_reports_its_cost(tmp_path):
 def test_reme_on_bfcl_reports_avg_and_pass_at_4_then_dynamic_on_the_snapshot(tmp_path):
     need_module("bfcl_eval")
     common = ["env=bfcl", "protocol=reme", "protocol.max_eval_tasks=2"]
-    common += [f"paths.results_dir={tmp_path}", *SMALL]
-    proc = run_py(["method=reme", *common])
+    common += [f"paths.results_dir={tmp_path}", *SMALL, *SCHEMA_LLM]
+    proc = run_py(["method=reme", *common], doubles=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
     fixed = _run_dir(tmp_path, "reme")
     metrics = json.loads((fixed / "metrics.json").read_text())
@@ -89,7 +91,8 @@ def test_reme_on_bfcl_reports_avg_and_pass_at_4_then_dynamic_on_the_snapshot(tmp
     assert all("checker_error_type" in e["details"] for e in episodes)
 
     dynamic = run_py(
-        ["method=reme", "ablation=reme/dynamic", f"protocol.snapshot_from={fixed}", *common]
+        ["method=reme", "ablation=reme/dynamic", f"protocol.snapshot_from={fixed}", *common],
+        doubles=True,
     )
     assert dynamic.returncode == 0, dynamic.stderr[-3000:]
     assert "evaluating on the saved snapshot" in dynamic.stdout + dynamic.stderr

@@ -205,9 +205,9 @@ def test_bfcl_smollm2_run_goes_through_the_native_tool_path():
 
     env = BfclEnv(categories=["multi_turn_base"], doc_format="compact")
     task = min(env.tasks("test"), key=lambda t: len(t.payload["functions"]))
-    backbone = HFBackbone(
+    backbone = HFBackbone(  # the embedded preset's engine settings (4-bit decode steps)
         device="cpu", dtype="float32", cache_path=None, tools_template="hermes",
-        converted_dir=Path(tempfile.gettempdir()) / "memarena-test-models",
+        converted_dir=Path(tempfile.gettempdir()) / "memarena-test-models", decode_weights="int4",
     )  # fmt: skip
     recording = _Recording(backbone)
     try:
