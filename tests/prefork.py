@@ -68,6 +68,8 @@ def serve() -> None:
         importlib.import_module(name)
     from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: F401  (lazy modules)
 
+    _warm_alfworld()
+
     pending: dict[int, str] = {}  # pid -> its status file
     ended: dict[int, int] = {}  # pid -> status, reaped before it was registered
 
@@ -97,6 +99,23 @@ def serve() -> None:
             pending[pid] = request["status"]
         sys.stdout.write(f"{pid}\n")
         sys.stdout.flush()
+
+
+def _warm_alfworld() -> None:
+    """ALFWorld's engine imported and the ALFRED grammar's rules parsed once, in the zygote:
+    every forked run that plays a game starts with the imports done and TextWorld's remembered
+    rule parses (memarena.envs.alfworld.engine.memoized_parsers); each game's own grammar text
+    (its goal filled in) is still parsed by the run."""
+    try:
+        from memarena.envs.alfworld import engine
+
+        with engine._quiet_alfworld_import():
+            from textworld.envs.pddl.logic import GameLogic
+        engine.memoized_parsers()
+        domain, grammar = engine.load_logic()
+        GameLogic(domain=domain, grammar=grammar)
+    except Exception:  # noqa: BLE001  (without alfworld, its tests say what to install)
+        pass
 
 
 def _write_status(path: str, code: int) -> None:
@@ -129,6 +148,10 @@ def _child(request: dict) -> None:
         code = 1
     finally:
         try:
+            # as the interpreter's own exit: join non-daemon threads and run threading's exit
+            # hooks first (loky's and concurrent.futures' shutdown of their workers), then atexit
+            # (multiprocessing joins its children there: without the hooks, joblib's never end)
+            threading._shutdown()
             atexit._run_exitfuncs()
         finally:
             for stream in (sys.stdout, sys.stderr):

@@ -1,0 +1,197 @@
+"""``launcher=ray``: each job of a sweep as one Ray task with the resources its backbone needs.
+
+What it does differently from hydra-ray-launcher's own ``launch`` (whose job body it reuses):
+
+- **Joining or starting** (:func:`init_kwargs`): ``hydra.launcher.ray.init.address`` set (``auto``,
+  ``<head ip>:<port>``, ``ray://...``), ``RAY_ADDRESS``, or a live cluster recorded in Ray's
+  ``ray_current_cluster`` file: join it, passing none of the options Ray refuses when joining
+  (the plugin always adds ``object_store_memory``). ``address: null`` with no live cluster, or a
+  stale ``ray_current_cluster`` left by a cluster that is gone: start a local instance.
+- **Resources per job** (:mod:`memarena.launch.resources`): ``num_gpus`` / ``num_cpus`` from the
+  job's backbone, so Ray sets ``CUDA_VISIBLE_DEVICES`` per job; ``hydra.launcher.ray.remote``
+  set by hand wins. A job no live node can hold is refused before anything is submitted
+  (``hydra.launcher.check_fit=false`` for a cluster that adds nodes on demand).
+- **Where each job ran**: ``<sweep dir>/<job num>/ray_task.json`` (node, job and task ids, the
+  cluster's address, the resources Ray assigned, ``CUDA_VISIBLE_DEVICES``). A job runs in the
+  directory the sweep was started from (relative ``paths.*`` mean the same as on this machine).
+- Tasks are not retried by Ray (``max_retries: 0``; a rerun resumes a run instead).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from memarena.launch.sweep import PlannedJob, planned_or_stop, stop
+
+log = logging.getLogger(__name__)
+
+# ray.init arguments that only a new local instance takes (Ray raises when joining with them)
+LOCAL_ONLY = (
+    "num_cpus",
+    "num_gpus",
+    "resources",
+    "labels",
+    "object_store_memory",
+    "_system_config",
+    "_enable_object_reconstruction",
+)
+TASK_RECORD = "ray_task.json"
+
+
+def recorded_cluster() -> str | None:
+    """The address in Ray's ``ray_current_cluster`` file (the last ``ray start`` here), if any."""
+    try:
+        from ray._private.utils import read_ray_address
+
+        return read_ray_address() or None
+    except Exception:  # another Ray layout: look where Ray writes it
+        base = os.environ.get("RAY_TMPDIR") or os.environ.get("TMPDIR") or "/tmp"
+        path = Path(base) / "ray" / "ray_current_cluster"
+        return (path.read_text().strip() or None) if path.is_file() else None
+
+
+def reachable(address: str, timeout: float = 1.0) -> bool:
+    """Whether something accepts a TCP connection at ``host:port``."""
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        return False
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def init_kwargs(init: Mapping[str, Any]) -> dict[str, Any]:
+    """``ray.init`` keyword arguments for ``hydra.launcher.ray.init`` (see the module docstring)."""
+    args = {k: v for k, v in dict(init).items()}
+    address = args.get("address")
+    if address in (None, "") and not os.environ.get("RAY_ADDRESS"):
+        recorded = recorded_cluster()
+        if recorded and reachable(recorded):
+            args["address"] = recorded
+            log.info("joining the running Ray cluster at %s (ray_current_cluster)", recorded)
+        else:
+            if recorded:
+                log.info("ray_current_cluster names %s, which is gone: starting a local "
+                         "Ray instance", recorded)  # fmt: skip
+            args["address"] = "local"
+    if args.get("address") != "local":
+        for key in LOCAL_ONLY:
+            args.pop(key, None)
+    return {k: v for k, v in args.items() if v is not None}
+
+
+def task_options(job: PlannedJob, remote: Mapping[str, Any]) -> dict[str, Any]:
+    """``ray.remote`` options of one job: its resources, then the options set by hand."""
+    return {
+        "num_gpus": job.resources.gpus,
+        "num_cpus": job.resources.cpus,
+        "max_retries": 0,
+        **dict(remote),
+    }
+
+
+def check_fit(jobs: Sequence[PlannedJob], remote: Mapping[str, Any]) -> None:
+    """Stop with one message when a job needs more than any live node of the cluster has."""
+    import ray
+
+    nodes = [n.get("Resources", {}) for n in ray.nodes() if n.get("Alive")]
+    for job in jobs:
+        opts = task_options(job, remote)
+        gpus, cpus = float(opts["num_gpus"] or 0), float(opts["num_cpus"] or 0)
+        if any(n.get("GPU", 0) >= gpus and n.get("CPU", 0) >= cpus for n in nodes):
+            continue
+        have = "; ".join(f"{n.get('GPU', 0):g} GPUs, {n.get('CPU', 0):g} CPUs" for n in nodes)
+        stop(
+            f"memarena: {job.describe()} (backbone={job.backbone}) needs {gpus:g} GPUs and "
+            f"{cpus:g} CPUs on one node, and no node of this Ray cluster has them (nodes: "
+            f"{have or 'none'}). Nothing was submitted. Join a cluster with such a node, serve "
+            "the model (scripts/serve.py) and use backbone=openai_server, or set "
+            "hydra.launcher.check_fit=false for a cluster that adds nodes on demand."
+        )
+
+
+def run_on_ray(
+    hydra_context: Any, sweep_config: DictConfig, task_function: Any, singleton_state: Any
+) -> Any:
+    """The body of one Ray task: record where it runs, then run the Hydra job."""
+    import ray
+    from hydra_plugins.hydra_ray_launcher._launcher_util import _run_job
+
+    cwd = OmegaConf.select(sweep_config, "hydra.runtime.cwd")
+    if cwd and Path(cwd).is_dir():
+        os.chdir(cwd)
+    ctx = ray.get_runtime_context()
+    record = {
+        "node_id": ctx.get_node_id(),
+        "job_id": ctx.get_job_id(),
+        "task_id": ctx.get_task_id(),
+        "gcs_address": ctx.gcs_address,
+        "assigned_resources": ctx.get_assigned_resources(),
+        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        "pid": os.getpid(),
+    }
+    job_dir = Path(str(sweep_config.hydra.sweep.dir)) / str(sweep_config.hydra.sweep.subdir)
+    job_dir.mkdir(parents=True, exist_ok=True)
+    (job_dir / TASK_RECORD).write_text(json.dumps(record, indent=2) + "\n")
+    return _run_job(hydra_context, sweep_config, task_function, singleton_state)
+
+
+def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> list:
+    import ray
+    from hydra.core.singleton import Singleton
+    from hydra.core.utils import configure_log, setup_globals
+
+    setup_globals()
+    config = launcher.config
+    configure_log(config.hydra.hydra_logging, config.hydra.verbose)
+    jobs = planned_or_stop(launcher.hydra_context, config, job_overrides, initial_job_idx)
+    sweep_dir = Path(str(config.hydra.sweep.dir))
+    sweep_dir.mkdir(parents=True, exist_ok=True)
+    remote = OmegaConf.to_container(launcher.ray_cfg.remote, resolve=True) or {}
+    if not ray.is_initialized():
+        init = OmegaConf.to_container(launcher.ray_cfg.init, resolve=True) or {}
+        args = init_kwargs(init)
+        try:
+            ray.init(**args)
+        except (ConnectionError, ValueError, RuntimeError) as err:
+            stop(
+                f"memarena: launcher=ray could not start or join Ray with "
+                f"hydra.launcher.ray.init={args}: {err}. Join a running cluster with "
+                "hydra.launcher.ray.init.address=<head ip>:<port> (or auto), or leave it null "
+                "to start a local instance."
+            )
+    if launcher.check_fit:
+        check_fit(jobs, remote)
+    log.info("Ray: %d jobs, sweep output dir %s", len(jobs), sweep_dir)
+    refs = []
+    for job in jobs:
+        opts = task_options(job, remote)
+        log.info("\t%s  [%g GPUs, %g CPUs]", job.describe(), opts["num_gpus"], opts["num_cpus"])
+        task = ray.remote(**opts)(run_on_ray)
+        refs.append(
+            task.remote(launcher.hydra_context, job.config, launcher.task_function,
+                        Singleton.get_state())  # fmt: skip
+        )
+    returns, failed = [], []
+    for job, ref in zip(jobs, refs, strict=True):
+        try:
+            returns.append(ray.get(ref))
+        except ray.exceptions.RayError as err:
+            failed.append(f"  {job.describe()}: {str(err).strip().splitlines()[-1]}")
+    if failed:
+        stop(
+            f"memarena: {len(failed)} Ray task(s) of this sweep ended without a result (the "
+            "others' results are complete):\n" + "\n".join(failed),
+            status=1,
+        )
+    return returns

@@ -1,0 +1,293 @@
+"""The multirun launchers run real jobs (docs/clusters.md): Ray on a real head on loopback, inside
+a network namespace of the test's own; submitit's local executor; joblib on one empty cache. Each
+sweep's metrics are compared with the same sweep on Hydra's basic launcher. Slurm is not here:
+its per-backbone resources, its refusal of a mixed sweep and its message without Slurm are
+checked before submission. Two in-process vLLM engines are refused before loading."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from conftest import MODELS_DIR, ROOT, compose_cfg, run_py
+from memarena.core import ConfigError
+from memarena.launch.ray_jobs import TASK_RECORD, init_kwargs
+from memarena.launch.resources import JobResources, check_colocation, job_resources
+
+# a 4-job scripted sweep: seconds per job, no model
+SCRIPTED = ["method=none", "env=pddl", "env.domains=[gripper,blocksworld]", "backbone=scripted",
+            "protocol.max_train_tasks=0", "protocol.max_eval_tasks=2", "logger=none"]  # fmt: skip
+SEEDS = "seed=0,1,2,3"
+
+
+def _metrics(results: Path) -> dict[int, dict]:
+    out = {}
+    for path in results.rglob("metrics.json"):
+        body = json.loads(path.read_text())
+        out[body["seed"]] = body
+    return out
+
+
+def _sweep(tmp: Path, name: str, extra: list[str], base: list[str] = SCRIPTED, **kw):
+    res = tmp / name
+    proc = run_py(["-m", *base, SEEDS, f"paths.results_dir={res}", f"paths.cache_dir={tmp}/cache",
+                   f"hydra.sweep.dir={tmp}/{name}-sweep", *extra], **kw)  # fmt: skip
+    return proc, res
+
+
+@pytest.fixture(scope="module")
+def basic_metrics(tmp_path_factory) -> dict[int, dict]:
+    """The scripted sweep on Hydra's basic launcher: the reference every launcher must match."""
+    tmp = tmp_path_factory.mktemp("basic")
+    proc, res = _sweep(tmp, "basic", ["launcher=local"], timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    metrics = _metrics(res)
+    assert sorted(metrics) == [0, 1, 2, 3]
+    return metrics
+
+
+# -- Ray ---------------------------------------------------------------------------------------
+
+RAY_SCRIPT = r"""
+set -u
+ip link set lo up
+cleanup() { "$VENV/ray" stop --force >/dev/null 2>&1 || true; }
+trap cleanup EXIT
+"$VENV/ray" start --head --node-ip-address=127.0.0.1 --port="$PORT" --num-cpus=2 --num-gpus=0 \
+  --include-dashboard=false --disable-usage-stats --temp-dir="$RAY_TMPDIR/t" \
+  > "$OUT/head.log" 2>&1 || { echo "ray start failed"; cat "$OUT/head.log"; exit 3; }
+ss -ltn > "$OUT/listening.txt"
+"$VENV/python" - > "$OUT/nodes.json" <<EOF
+import json, ray
+ray.init(address="127.0.0.1:$PORT", logging_level="ERROR")
+print(json.dumps([n["NodeID"] for n in ray.nodes() if n["Alive"]]))
+EOF
+cd "$ROOT"
+"$VENV/python" run.py -m "$@" > "$OUT/sweep.out" 2> "$OUT/sweep.err"
+echo "sweep exit $?"
+"""
+
+
+@pytest.mark.xdist_group("launchers_basic")  # one basic-launcher reference sweep
+def test_ray_sweep_on_a_running_cluster(tmp_path, basic_metrics):
+    """A real Ray head on 127.0.0.1 in a network namespace holding only loopback (Ray binds every
+    interface it has), the sweep joining it by address: each job is a Ray task of that cluster
+    (its record names the head's node and address, 1 CPU and no GPU assigned: the scripted
+    backbone's resources) and the metrics are the basic launcher's."""
+    assert shutil.which("unshare") and shutil.which("ip"), "needs util-linux unshare and iproute2"
+    ray_tmp = Path(tempfile.mkdtemp(prefix="r", dir="/tmp"))  # Ray's socket paths must be short
+    port = 6390
+    sweep = tmp_path / "sweep"
+    args = [*SCRIPTED, SEEDS, "launcher=ray", f"hydra.launcher.ray.init.address=127.0.0.1:{port}",
+            f"paths.results_dir={tmp_path / 'res'}", f"paths.cache_dir={tmp_path}/cache",
+            f"hydra.sweep.dir={sweep}"]  # fmt: skip
+    # no usage reporting; no token authentication (Ray 2.60 would read or write ~/.ray/auth_token)
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled",
+           "RAY_TMPDIR": str(ray_tmp),
+           "OUT": str(tmp_path), "PORT": str(port), "ROOT": str(ROOT),
+           "VENV": str(Path(sys.executable).parent)}  # fmt: skip
+    ns = ["unshare", "--net", "--pid", "--fork", "--kill-child", "--mount-proc"]
+    if os.geteuid() != 0:
+        ns.insert(1, "--map-root-user")
+    try:  # the pid namespace ends with its first process: every Ray process goes with it
+        proc = subprocess.run([*ns, "bash", "-c", RAY_SCRIPT, "ray-test", *args], env=env,
+                              capture_output=True, text=True, timeout=360)  # fmt: skip
+    finally:
+        shutil.rmtree(ray_tmp, ignore_errors=True)
+    err = (tmp_path / "sweep.err").read_text() if (tmp_path / "sweep.err").exists() else ""
+    assert "sweep exit 0" in proc.stdout, proc.stdout[-2000:] + proc.stderr[-2000:] + err[-3000:]
+    listening = (tmp_path / "listening.txt").read_text()
+    assert ":" + str(port) in listening
+    (head,) = json.loads((tmp_path / "nodes.json").read_text())
+    records = [json.loads((sweep / str(n) / TASK_RECORD).read_text()) for n in range(4)]
+    assert {r["node_id"] for r in records} == {head}
+    assert {r["gcs_address"] for r in records} == {f"127.0.0.1:{port}"}
+    assert len({r["task_id"] for r in records}) == 4 and len({r["job_id"] for r in records}) == 1
+    assert all(r["assigned_resources"] == {"CPU": 1.0} for r in records), records
+    assert _metrics(tmp_path / "res") == basic_metrics
+
+
+def test_ray_init_joins_without_local_options_and_ignores_a_stale_cluster_file(
+    tmp_path, monkeypatch
+):
+    """The plugin always adds object_store_memory, which Ray refuses when joining: dropped for an
+    address; a ray_current_cluster file naming a cluster that is gone starts a local instance
+    (with the options); one naming a live one is joined (without them)."""
+    monkeypatch.setenv("RAY_TMPDIR", str(tmp_path))
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    opts = {"address": "auto", "object_store_memory": 78643200, "num_cpus": 2}
+    assert init_kwargs(opts) == {"address": "auto"}
+    assert init_kwargs({**opts, "address": "10.0.0.5:6379"}) == {"address": "10.0.0.5:6379"}
+    (tmp_path / "ray").mkdir()
+    record = tmp_path / "ray" / "ray_current_cluster"
+    with socket.socket() as gone:
+        gone.bind(("127.0.0.1", 0))
+        dead = f"127.0.0.1:{gone.getsockname()[1]}"
+    record.write_text(dead)  # nothing listens there any more
+    assert init_kwargs({**opts, "address": None}) == {
+        "address": "local", "object_store_memory": 78643200, "num_cpus": 2}  # fmt: skip
+    with socket.socket() as live:
+        live.bind(("127.0.0.1", 0))
+        live.listen()
+        record.write_text(f"127.0.0.1:{live.getsockname()[1]}")
+        assert init_kwargs({**opts, "address": None}) == {
+            "address": f"127.0.0.1:{live.getsockname()[1]}"}  # fmt: skip
+
+
+# -- resources ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "overrides, need",
+    [
+        (["backbone=qwen3_32b"], JobResources(gpus=2)),  # tensor_parallel_size 2
+        (["backbone=qwen3_4b"], JobResources(gpus=1)),
+        (["backbone=qwen3_4b", "backbone.tensor_parallel_size=4"], JobResources(gpus=4)),
+        (["backbone=gpt_4o_mini"], JobResources(gpus=0)),  # an endpoint
+        (["backbone=openai_server"], JobResources(gpus=0)),
+        (["backbone=smollm2_135m"], JobResources(gpus=0)),  # embedded, CPU
+        (["backbone=smollm2_135m_vllm"], JobResources(gpus=0)),  # vLLM's CPU backend
+        (["backbone=scripted", "memory_backbone=qwen3_14b"], JobResources(gpus=1)),
+        (["backbone=qwen3_32b", "+backbone.resources.cpus=4"], JobResources(gpus=2, cpus=4)),
+    ],
+)
+def test_a_job_needs_what_its_backbones_declare(overrides, need):
+    assert job_resources(compose_cfg(overrides)) == need
+
+
+def test_a_bad_resource_key_is_named():
+    cfg = compose_cfg(["backbone=qwen3_4b", "+backbone.resources.gpu=1"])
+    with pytest.raises(ConfigError, match=r"backbone.resources.gpu is not a resource key"):
+        job_resources(cfg)
+
+
+def test_two_in_process_engines_are_refused_unless_they_fit_and_the_user_said_so():
+    """ReMe Table 4: the agent (qwen3_8b) and the summarizer (qwen3_14b), each at 0.90."""
+    cfg = compose_cfg(["experiment=reme_table4_14b"])
+    with pytest.raises(ConfigError) as err:
+        check_colocation(cfg)
+    text = str(err.value)
+    assert "gpu_memory_utilization=0.9)" in text and text.count("0.9") >= 2
+    assert "scripts/serve.py backbone=qwen3_14b" in text and "memory_backbone=openai_server" in text
+    assert "memory_backbone.resources.share_gpus=true" in text
+    split = ["backbone.gpu_memory_utilization=0.3", "memory_backbone.gpu_memory_utilization=0.6"]
+    with pytest.raises(ConfigError, match="must be asked for"):  # fits, but not said
+        check_colocation(compose_cfg(["experiment=reme_table4_14b", *split]))
+    said = ["memory_backbone.resources.share_gpus=true"]
+    check_colocation(compose_cfg(["experiment=reme_table4_14b", *split, *said]))
+    with pytest.raises(ConfigError, match="cannot fit"):  # said, but 0.3 + 0.9 > 1
+        check_colocation(compose_cfg(["experiment=reme_table4_14b", split[0], *said]))
+    # the endpoint way: the memory model served, one engine in the process
+    check_colocation(compose_cfg(["experiment=reme_table4_14b", "memory_backbone=openai_server"]))
+
+
+def test_a_run_with_two_engines_stops_before_loading(tmp_path):
+    """No vLLM here: the run ends with the one message before any model is built."""
+    proc = run_py(["experiment=reme_table4_14b", "logger=none", f"paths.results_dir={tmp_path}"],
+                  timeout=300)  # fmt: skip
+    out = proc.stdout + proc.stderr  # the run's log line
+    assert proc.returncode == 2, out[-3000:]
+    assert "would both load an in-process vLLM engine" in out
+    assert "No module named" not in out and "Traceback" not in out
+    assert not list(tmp_path.rglob("identity.json"))  # no run folder was started
+
+
+# -- Slurm -------------------------------------------------------------------------------------
+
+MIXED = ["method=none", "env=pddl", "backbone=qwen3_4b,qwen3_32b,gpt_4o_mini", "seed=0",
+         "logger=none", "launcher=slurm"]  # fmt: skip
+
+
+def test_slurm_refuses_a_mixed_sweep_before_submission(tmp_path):
+    proc = run_py(["-m", *MIXED, f"paths.results_dir={tmp_path}",
+                   f"hydra.sweep.dir={tmp_path}/sweep"], timeout=300)  # fmt: skip
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    err = proc.stderr
+    assert "Nothing was submitted" in err and "Traceback" not in err
+    assert "gpt_4o_mini: 0 GPUs" in err and "qwen3_4b: 1 GPU," in err and "qwen3_32b: 2 GPUs" in err
+    for backbone in ("qwen3_4b", "qwen3_32b", "gpt_4o_mini"):
+        assert f"launcher=slurm paths.results_dir={tmp_path} " in err
+        assert f" backbone={backbone}\n" in err + "\n"
+    assert not (tmp_path / "sweep" / ".submitit").exists()
+
+
+def test_slurm_dry_run_shows_each_backbones_resources(tmp_path):
+    proc = run_py(["-m", *MIXED, "hydra.launcher.dry_run=true", f"paths.results_dir={tmp_path}",
+                   f"hydra.sweep.dir={tmp_path}/sweep"], timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout
+    assert "gpus_per_node=0 cpus_per_task=1" in out and "backbones gpt_4o_mini; 1 jobs" in out
+    assert "gpus_per_node=1" in out and "backbones qwen3_4b" in out
+    assert "gpus_per_node=2" in out and "backbones qwen3_32b" in out
+
+
+def test_slurm_without_slurm_stops_with_one_message(tmp_path):
+    assert shutil.which("sbatch") is None, "this test needs a machine without Slurm"
+    proc = run_py(["-m", *SCRIPTED, "seed=0,1", "launcher=slurm", f"paths.results_dir={tmp_path}",
+                   f"hydra.sweep.dir={tmp_path}/sweep"], timeout=300)  # fmt: skip
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert "launcher=slurm needs Slurm, and sbatch and srun are not on PATH" in proc.stderr
+    assert "Traceback" not in proc.stderr and "Could not detect" not in proc.stderr
+
+
+# -- submitit_local and joblib -----------------------------------------------------------------
+
+
+@pytest.mark.xdist_group("launchers_basic")  # one basic-launcher reference sweep
+def test_submitit_local_runs_a_sweep(tmp_path, basic_metrics):
+    proc = run_py(["-m", *SCRIPTED, "seed=0,1", "launcher=submitit_local",
+                   f"paths.results_dir={tmp_path / 'res'}", f"paths.cache_dir={tmp_path}/cache",
+                   f"hydra.sweep.dir={tmp_path}/sweep"], timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert _metrics(tmp_path / "res") == {s: basic_metrics[s] for s in (0, 1)}
+    assert len(list((tmp_path / "sweep" / ".submitit").glob("*/*_result.pkl"))) == 2
+
+
+# the household suite, as small as it builds: every job of the sweep needs it
+SUITE = ["method=none", "env=alfworld", "backbone=scripted", "env.domains=[kitchen]",
+         "env.task_types=[pick_and_place]", "env.suite.n_train=1", "env.suite.n_valid_seen=1",
+         "env.suite.n_valid_unseen=1", "env.suite.n_layouts=2", "env.suite.n_heldout_layouts=1",
+         "env.suite.workers=1", "protocol.max_train_tasks=0", "protocol.max_eval_tasks=2",
+         "logger=none", f"paths.models_dir={MODELS_DIR}"]  # fmt: skip
+
+
+def test_joblib_sweep_on_one_empty_cache(tmp_path):
+    """Four jobs, two at a time, start on an empty cache: the household suite is built once (the
+    builds' lock), no job breaks another, and the results are the basic launcher's."""
+    proc, res = _sweep(tmp_path, "joblib", ["launcher=joblib", "hydra.launcher.n_jobs=2"],
+                       base=SUITE, timeout=600)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    built = [p for p in (tmp_path / "cache" / "alfworld").iterdir() if p.is_dir()]
+    assert len(built) == 1, built  # one suite, all four jobs read it
+    assert not (tmp_path / "joblib-sweep" / "failed_jobs").exists()
+    proc, ref = _sweep(tmp_path, "basic", ["launcher=local"], base=SUITE, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    joblib, basic = _metrics(res), _metrics(ref)
+    assert sorted(joblib) == [0, 1, 2, 3] and joblib == basic
+    assert all(m["n_episodes"] == 2 and m["n_errors"] == 0 for m in joblib.values())
+
+
+def test_cluster_launcher_configs_name_our_launchers():
+    for launcher, target in (("ray", "MemarenaRayLauncher"), ("slurm", "MemarenaSlurmLauncher")):
+        cfg = compose_cfg([f"launcher={launcher}"], return_hydra_config=True)
+        assert OmegaConf.select(cfg, "hydra.launcher._target_").endswith(target)
+
+
+def test_resources_do_not_change_a_runs_identity():
+    """What a launcher reserves is not what a run computes: a resume is not refused for it."""
+    from memarena.pipeline.identity import config_identity
+
+    base = config_identity(compose_cfg(["backbone=qwen3_32b", "memory_backbone=qwen3_14b"]))
+    more = config_identity(compose_cfg(["backbone=qwen3_32b", "memory_backbone=qwen3_14b",
+                                        "backbone.resources.gpus=4", "+backbone.resources.cpus=8",
+                                        "memory_backbone.resources.share_gpus=true"]))  # fmt: skip
+    assert base == more and not [k for k in base if ".resources." in k]
