@@ -69,7 +69,8 @@ def need_java() -> None:
     """ScienceWorld's simulator is a jar: fail unless ``java`` is on PATH."""
     if shutil.which("java") is None:
         pytest.fail(
-            "ScienceWorld's simulator needs Java 17 (>= 11) and there is no `java` on PATH: "
+            "ScienceWorld's simulator needs Java 8 or newer (tested with 17) and there is no "
+            "`java` on PATH: "
             "sudo apt-get install -y openjdk-17-jre-headless (Debian/Ubuntu), or "
             "conda install -c conda-forge openjdk=17 (environment.yml lists it)",
             pytrace=False,

@@ -68,7 +68,8 @@ def precheck(argv: list[str], conf_dir: Path) -> list[str]:
     the arguments with group shorthands expanded (``env.wiki=local`` -> ``env/wiki=local``)
     and, in a sweep, a key that only some jobs' configs have forced (``++method.k_local=3``:
     :func:`drop_keys_not_taken` removes it again in the jobs whose part does not take it).
-    Notes (such a key; a sweep experiment run without ``-m``) go to stderr."""
+    Notes (such a key) go to stderr; a sweep experiment run without ``-m`` whose job is not a
+    cell of the sweep is refused (:func:`memarena.config_check.plan_overrides`)."""
     from memarena.config_check import expand_group_shorthand, plan_overrides
 
     argv = expand_group_shorthand(argv)
@@ -76,7 +77,8 @@ def precheck(argv: list[str], conf_dir: Path) -> list[str]:
     if not overrides:
         return argv
     multirun = any(a in ("-m", "--multirun") for a in argv)
-    plan = plan_overrides(overrides, conf_dir, multirun=multirun)
+    shows = any(a in ("--cfg", "-c", "--info", "-i") for a in argv)  # prints, runs no job
+    plan = plan_overrides(overrides, conf_dir, multirun=multirun or shows)
     if plan.error:
         print(plan.error, file=sys.stderr)
         sys.exit(2)
@@ -157,6 +159,11 @@ def run_job(cfg: DictConfig) -> float | None:
         metrics["progress_rate"],
         metrics["n_episodes"],
     )
+    if choices.get("experiment") == "demo" and (hydra is None or hydra.mode != RunMode.MULTIRUN):
+        from memarena.pipeline import run_dir
+        from memarena.pipeline.demo_summary import summary_text
+
+        print(summary_text(run_dir(cfg)), flush=True)  # what the run did, how to look at it
     return float(metrics["success_rate"])
 
 

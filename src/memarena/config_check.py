@@ -25,6 +25,8 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
 import memarena.config_resolvers  # noqa: F401  (resolvers used by conf/)
+from memarena.core import ConfigError
+from memarena.pipeline.validate import alias_hint, key_type_error, validate
 
 CONF_DIR = Path(__file__).resolve().parents[2] / "conf"  # repo checkout (editable install)
 
@@ -90,7 +92,7 @@ def _check_choice(conf_dir: Path, group: str, value: str) -> str | None:
     )
 
 
-def _unknown_key_message(cfg: DictConfig, key: str) -> str:
+def _unknown_key_message(cfg: DictConfig, key: str, value: str = "...") -> str:
     parent_path, _, leaf = key.rpartition(".")
     parent = OmegaConf.select(cfg, parent_path) if parent_path else cfg
     if not isinstance(parent, DictConfig):
@@ -100,6 +102,8 @@ def _unknown_key_message(cfg: DictConfig, key: str) -> str:
     keys = sorted(str(k) for k in parent.keys() if not str(k).startswith("_"))
     near = difflib.get_close_matches(leaf, keys, n=1)
     hint = f" Did you mean {parent_path + '.' if parent_path else ''}{near[0]}?" if near else ""
+    if not parent_path:  # benchmark=pddl: a group's name in other words
+        hint = alias_hint(leaf, value) or hint
     where = parent_path or "the top level"
     return (
         f"memarena: {key} is not a config key.{hint} Valid keys under {where}: {_fmt(keys)}. "
@@ -161,7 +165,7 @@ def plan_overrides(overrides: list[str], conf_dir: Path = CONF_DIR, multirun: bo
         combos = _group_combinations(conf_dir, group_values) if key_overrides else []
         partial: set[str] = set()
         for ov, first in key_overrides:
-            error, note = _key_in_jobs(ov.key_or_group, combos)
+            error, note = _key_in_jobs(ov.key_or_group, combos, first.split("=", 1)[1])
             if error:
                 return Precheck(error)
             if note:
@@ -175,7 +179,7 @@ def plan_overrides(overrides: list[str], conf_dir: Path = CONF_DIR, multirun: bo
             cfg = compose(config_name="config", overrides=checked, return_hydra_config=True)
         plan.error = _strict_keys(cfg, checked, conf_dir) or _sweep_types(key_overrides, combos)
         if not multirun and plan.error is None:
-            plan.notes.extend(_sweep_without_multirun(cfg))
+            plan.error = _sweep_without_multirun(cfg, overrides, {ov.key_or_group for ov in parsed})
     except (HydraException, OmegaConfBaseException) as exc:
         text = " ".join(f"{exc} {exc.__cause__ or ''}".split())
         bad = _missing_key(exc)
@@ -212,11 +216,13 @@ def has_key(cfg: DictConfig, key: str) -> bool:
     return isinstance(parent, DictConfig) and leaf in parent
 
 
-def _key_in_jobs(key: str, combos: list[tuple[str, DictConfig]]) -> tuple[str | None, str | None]:
+def _key_in_jobs(
+    key: str, combos: list[tuple[str, DictConfig]], value: str = "..."
+) -> tuple[str | None, str | None]:
     """(error when no job's config has ``key``, note when only some have it)."""
     having = [name for name, cfg in combos if has_key(cfg, key)]
     if not having:  # name the job whose keys hold a close match (a sweep's first may have none)
-        messages = [_unknown_key_message(cfg, key) for _, cfg in combos]
+        messages = [_unknown_key_message(cfg, key, value) for _, cfg in combos]
         return next((m for m in messages if "Did you mean" in m), messages[0]), None
     if len(having) == len(combos):
         return None, None
@@ -233,8 +239,6 @@ def _sweep_types(
     """The type error of a command-line value that the first job does not show: a sweep's
     other values (``seed=0,abc``), or a key of the jobs of other group choices
     (``method=none,memco method.threshold=abc``), checked against each job's target."""
-    from memarena.pipeline.validate import key_type_error
-
     for ov, _ in key_overrides:
         try:
             values = list(ov.sweep_iterator()) if ov.is_sweep_override() else [ov.value()]
@@ -249,17 +253,51 @@ def _sweep_types(
     return None
 
 
-def _sweep_without_multirun(cfg: DictConfig) -> list[str]:
+def _sweep_without_multirun(cfg: DictConfig, overrides: list[str], given: set[str]) -> str | None:
+    """The refusal of a sweep experiment (its file sets ``hydra.sweeper.params``) run without
+    ``-m`` whose one job would not be a cell of the sweep (``experiment=pddl_baselines`` alone
+    runs method=memco, which is not in ``method: none,icl``) yet would be written under the
+    experiment's name. A swept key set on the command line is the user's cell; every other
+    swept key must hold one of the sweep's values."""
     params = OmegaConf.select(cfg, "hydra.sweeper.params")
     if not params:
-        return []
-    experiment = cfg.hydra.runtime.choices.get("experiment")
-    swept = ", ".join(str(k) for k in params)
-    return [
-        f"memarena: warning: experiment={experiment} is a sweep (hydra.sweeper.params: {swept}) "
-        "but -m was not given, so only one cell runs (the config's defaults). Add -m to run "
-        f"the whole sweep: python run.py -m experiment={experiment} ..."
-    ]
+        return None
+    choices = cfg.hydra.runtime.choices
+    outside = []
+    for key, value in params.items():
+        key = str(key)
+        if key in given:
+            continue
+        current = choices.get(key) if key in choices else OmegaConf.select(cfg, key)
+        values = _sweep_values(key, value)
+        if values is not None and str(current) not in values:
+            outside.append(f"{key}={current} (the sweep's: {','.join(values)})")
+    if not outside:
+        return None
+    experiment = choices.get("experiment")
+    args = " ".join(overrides)
+    first = " ".join(
+        f"{k}={(_sweep_values(str(k), v) or [str(v)])[0]}"
+        for k, v in params.items()
+        if str(k) not in given
+    )
+    return (
+        f"memarena: experiment={experiment} is a sweep, and without -m its one job would run "
+        f"{'; '.join(outside)}: a cell outside the sweep. Run the sweep: python run.py -m {args}"
+        f"   or one of its cells: python run.py {args} {first}"
+    )
+
+
+def _sweep_values(key: str, value: object) -> list[str] | None:
+    """The values a sweeper param lists (``none,icl`` -> [none, icl]); None for a sweep the
+    parser cannot list (an interval)."""
+    try:
+        (ov,) = OverridesParser.create().parse_overrides([f"{key}={value}"])
+        if ov.is_sweep_override():
+            return [str(v) for v in ov.sweep_string_iterator()]
+        return [ov.get_value_element_as_str()]
+    except Exception:  # noqa: BLE001 (an optuna interval, a range: not listed)
+        return None
 
 
 def _missing_key(exc: BaseException) -> str | None:
@@ -277,9 +315,6 @@ def _missing_key(exc: BaseException) -> str | None:
 def _strict_keys(cfg: DictConfig, overrides: list[str], conf_dir: Path) -> str | None:
     """Every key of the composed config must be one its target takes (see
     :mod:`memarena.pipeline.validate`); the message names the key and where it was set."""
-    from memarena.core import ConfigError
-    from memarena.pipeline.validate import validate
-
     choices = dict(cfg.hydra.runtime.choices)
     body = OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"])
     try:
@@ -296,20 +331,3 @@ def _group_only_cfg(conf_dir: Path, overrides: list[str]) -> DictConfig:
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(conf_dir), version_base=None):
         return compose(config_name="config", overrides=keep)
-
-
-def cap_warning(experiment: str | None, caps: tuple[object, object]) -> str:
-    """The warning for a run with task caps: where the caps come from and how to lift them.
-    The demo (the default experiment) is capped on purpose; a paper experiment or ``adhoc`` run
-    is capped by ``protocol.max_*`` set on the command line or in its file."""
-    counts = f"max_train_tasks={caps[0]}, max_eval_tasks={caps[1]}"
-    if experiment == "demo":
-        return (
-            f"experiment=demo caps tasks ({counts}); choose a paper experiment "
-            "(experiment=<file>) or experiment=null for full runs"
-        )
-    experiment = "null" if experiment is None else experiment
-    return (
-        f"experiment={experiment} runs with task caps ({counts}); set "
-        "protocol.max_train_tasks=null protocol.max_eval_tasks=null for its full task sets"
-    )

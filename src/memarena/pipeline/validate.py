@@ -101,6 +101,25 @@ def _named(sig: inspect.Signature, skip_self: bool = False) -> list[str] | None:
     return [p.name for p in params if p.kind in kinds]
 
 
+# Words a user may reach for instead of a config group's name (``benchmark=pddl``).
+GROUP_ALIASES = {
+    "benchmark": "env", "task": "env", "dataset": "env", "environment": "env",
+    "model": "backbone", "llm": "backbone", "agent": "backbone",
+    "memory": "method", "baseline": "method", "embedding": "embedder",
+}  # fmt: skip
+
+
+def alias_hint(key: str, value: str = "...") -> str:
+    """`` Did you mean env=pddl? ...`` for a top-level key that names a group by another word."""
+    group = GROUP_ALIASES.get(key)
+    if group is None:
+        return ""
+    return (
+        f" Did you mean {group}={value}? The {key} is chosen with the {group} group "
+        f"({group}=<a file of conf/{group}/>)."
+    )
+
+
 def validate(cfg: DictConfig, choices: Mapping[str, Any] | None = None,
              overrides: Sequence[str] = (), conf_dir: Path = CONF_DIR) -> None:  # fmt: skip
     """Raise one ConfigError for the first key of ``cfg`` that nothing takes. ``choices``
@@ -110,6 +129,7 @@ def validate(cfg: DictConfig, choices: Mapping[str, Any] | None = None,
         source = find_source(full, choices or {}, overrides, conf_dir)
         near = difflib.get_close_matches(key, valid, n=1)
         hint = f" Did you mean {path + '.' if path else ''}{near[0]}?" if near else ""
+        hint = (alias_hint(key) if not path else "") or hint
         where = f" (set {source})" if source else ""
         raise ConfigError(
             f"memarena: {full}{where} is not a key of {owner}.{hint} Valid keys: "

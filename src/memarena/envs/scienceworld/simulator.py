@@ -15,6 +15,7 @@ import functools
 import json
 import logging
 import os
+import shutil
 import threading
 from typing import Any
 
@@ -31,6 +32,25 @@ class SimulatorError(RuntimeError):
     """The ScienceWorld JVM died or stopped answering."""
 
 
+# The true minimum: scienceworld 1.2.3's jar holds Java 8 class files (major version 52; its
+# README: "Java 1.8+"). memarena's tests run it on Java 17, the version environment.yml installs.
+JAVA_NEEDED = "Java 8 or newer (tested with Java 17)"
+
+
+def require_java() -> None:
+    """One message, before any JVM is started, when there is no ``java`` on PATH (the package
+    would fail with a raw FileNotFoundError and a py4j ``_gateway`` traceback at exit)."""
+    if shutil.which("java") is None:
+        from memarena.core.errors import ConfigError
+
+        raise ConfigError(
+            f"memarena: env=scienceworld needs {JAVA_NEEDED}: ScienceWorld's simulator is a "
+            "Java program, and there is no `java` on PATH. Install one, e.g. sudo apt-get "
+            "install -y openjdk-17-jre-headless (Debian/Ubuntu) or conda install -c "
+            "conda-forge openjdk=17 (environment.yml lists it), then rerun."
+        )
+
+
 def _import_scienceworld() -> Any:
     try:
         import scienceworld.scienceworld as swmod
@@ -39,7 +59,7 @@ def _import_scienceworld() -> Any:
 
         raise ConfigError(
             "memarena: env=scienceworld needs the `scienceworld` package (pip install "
-            "scienceworld==1.2.3) and Java >= 11 on PATH."
+            f"scienceworld==1.2.3) and {JAVA_NEEDED} on PATH."
         ) from None
     return swmod
 
@@ -49,6 +69,7 @@ class Simulator:
 
     def __init__(self, jvm_memory: str = "1g", env_step_limit: int = 10000) -> None:
         swmod = _import_scienceworld()
+        require_java()
         opts = [f"-Xmx{jvm_memory}"] if jvm_memory else []
         original = swmod.launch_gateway
         with _LAUNCH_LOCK:  # the patch is module-global: one JVM start at a time
@@ -162,6 +183,7 @@ class SimulatorPool:
     """Idle JVMs kept for reuse (loading a task is ~0.1 s; starting a JVM ~1.5 s)."""
 
     def __init__(self, jvm_memory: str, max_idle: int) -> None:
+        require_java()  # when the env is built, not at the first episode
         self.jvm_memory = jvm_memory
         self.max_idle = max_idle
         self._idle: list[Simulator] = []

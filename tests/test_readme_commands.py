@@ -1,0 +1,133 @@
+"""Every command the README and docs/ show works as written: each ``python run.py ...`` line
+passes the config pre-check and composes (what ``python run.py ARGS --cfg job`` does, in this
+process: :func:`memarena.config_check.plan_overrides`, then for ``-m`` the first cell of the
+sweep, the experiment's own ``hydra.sweeper.params`` included); each ``make ...`` line names a
+Makefile target; every relative link and every repository path in backticks exists.
+
+A placeholder (``<name>``, ``...``) cannot compose: its argument is left out and the rest of the
+line is checked."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from conftest import CONF, ROOT, compose_cfg
+from memarena.cli import command_line_overrides
+from memarena.config_check import expand_group_shorthand, plan_overrides
+
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+FENCE = re.compile(r"```(?:bash|sh)?\n(.*?)```", re.S)
+INLINE = re.compile(r"`((?:python|make) [^`]+)`")
+LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+REPO_PATH = re.compile(
+    r"`((?:scripts|src|conf|docs|tests|benchmarks|notebooks|experiments)/[\w./-]+"
+    r"\.(?:py|yaml|md|ipynb|sh|txt|json))`"
+)
+
+
+def _commands(page: Path) -> list[tuple[str, str]]:
+    """(``page:line``, command) for every run.py / make command of ``page``: the lines of its
+    code blocks (continuations joined, comments cut) and the inline ones in its prose."""
+    text = page.read_text(encoding="utf-8")
+    out = []
+    for block in FENCE.finditer(text):
+        first_line = text.count("\n", 0, block.start(1)) + 1
+        joined, start = "", None
+        for i, line in enumerate(block.group(1).splitlines()):
+            start = first_line + i if not joined else start
+            line = line.split(" #", 1)[0].rstrip() if not line.startswith("#") else ""
+            if line.endswith("\\"):
+                joined += line[:-1] + " "
+                continue
+            joined += line
+            if re.search(r"(^|\s)(python run\.py|make) ", joined + " "):
+                out.append((f"{page.name}:{start}", joined.strip()))
+            joined = ""
+    for match in INLINE.finditer(text):
+        line_no = text.count("\n", 0, match.start()) + 1
+        command = match.group(1)
+        if command.startswith("python run.py") or command.startswith("make "):
+            out.append((f"{page.name}:{line_no}", command))
+    return out
+
+
+COMMANDS = [c for page in PAGES for c in _commands(page)]
+
+
+def _placeholder(arg: str) -> bool:
+    """``<name>``, ``...``, ``key=...``, ``key=DIR`` / ``method=M`` (capitals: a name to fill)."""
+    value = arg.split("=", 1)[1] if "=" in arg else ""
+    filled = value == "..." or bool(re.fullmatch("[A-Z_]+", value))
+    return "<" in arg or arg.strip(".") == "" or filled
+
+
+def _first_cell(overrides: list[str]) -> list[str]:
+    """The overrides of a sweep's first job: the first value of each swept override."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    out = []
+    for ov in OverridesParser.create().parse_overrides(overrides):
+        if ov.is_sweep_override():
+            first = next(iter(ov.sweep_string_iterator()))
+            out.append(f"{ov.get_key_element()}={first}")
+        else:
+            out.append(ov.input_line)
+    return out
+
+
+@pytest.mark.parametrize(("where", "command"), COMMANDS, ids=[w for w, _ in COMMANDS])
+def test_every_command_in_the_docs_composes(where, command):
+    words = shlex.split(re.sub(r"<[^>]*>", "<x>", command).replace("`", ""))
+    if "make" in words and "run.py" not in " ".join(words):
+        target = words[words.index("make") + 1 :]
+        names = [w for w in target if "=" not in w] or ["(default)"]
+        makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+        for name in names:
+            assert re.search(rf"^{re.escape(name)}:", makefile, re.M), f"{where}: no make {name}"
+        return
+    argv = words[words.index("run.py") + 1 :]
+    argv = expand_group_shorthand([a for a in argv if not _placeholder(a)])
+    overrides = command_line_overrides(argv)
+    multirun = "-m" in argv or "--multirun" in argv
+    shows = "--cfg" in argv
+    plan = plan_overrides(overrides, CONF, multirun=multirun or shows)
+    assert plan.error is None, f"{where}: {command}\n{plan.error}"
+    if multirun:  # the sweep's first cell, with the experiment's own sweep
+        cell = _first_cell([plan.rewrites.get(o, o) for o in overrides])
+        cfg = compose_cfg(cell, return_hydra_config=True)
+        given = {o.split("=", 1)[0].lstrip("+~") for o in cell}
+        params = OmegaConf.select(cfg, "hydra.sweeper.params") or {}
+        extra = _first_cell([f"{k}={v}" for k, v in params.items() if str(k) not in given])
+        if extra:
+            compose_cfg([*cell, *extra])
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
+def test_every_linked_path_exists(page):
+    text = page.read_text(encoding="utf-8")
+    missing = []
+    for target in LINK.findall(text):
+        if re.match(r"[a-z]+:", target):  # a URL
+            continue
+        if not (page.parent / target).exists():
+            missing.append(target)
+    for path in REPO_PATH.findall(text):
+        if not path.startswith("conf/local/") and not (ROOT / path).exists():  # local: yours
+            missing.append(path)
+    assert not missing, f"{page.relative_to(ROOT)} names paths that do not exist: {missing}"
+
+
+def test_the_readme_is_short_and_in_the_order_a_user_needs():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 260
+    heads = re.findall(r"^## (.+)$", text, re.M)
+    order = ["Two commands", "What the demo printed", "Reproduce a paper table", "Compare methods",
+             "Configuration", "Clusters", "Extending", "Speed"]  # fmt: skip
+    found = [next(i for i, h in enumerate(heads) if h.startswith(o)) for o in order]
+    assert found == sorted(found), heads
+    assert COMMANDS, "no command found"
