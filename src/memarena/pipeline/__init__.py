@@ -34,8 +34,8 @@ from memarena.pipeline.ending import (
 from memarena.pipeline.evaluate import evaluate
 from memarena.pipeline.live import LiveMetrics
 from memarena.pipeline.protocol import ProtocolSettings
-from memarena.pipeline.summarize import acquisition_cost, metrics_of, usage_of
-from memarena.pipeline.tasks import cap_tasks, chunks
+from memarena.pipeline.summarize import acquisition_cost, check_errors, metrics_of, usage_of
+from memarena.pipeline.tasks import cap_tasks, cap_warning, chunks
 from memarena.results import store as files
 from memarena.results.loggers import run_id_for
 from memarena.results.records import latest
@@ -74,8 +74,6 @@ def run(
     protocol = cfg.protocol
     caps = (protocol.max_train_tasks, protocol.max_eval_tasks)
     if caps[1] is not None or caps[0] not in (None, 0):  # 0 train tasks: an online protocol
-        from memarena.config_check import cap_warning
-
         log.warning(cap_warning((choices or {}).get("experiment", cfg.experiment_name), caps))
     try:
         with StopOnSignals() as signals:
@@ -124,6 +122,7 @@ def _run_built(cfg: DictConfig, parts: Parts, signals: StopOnSignals, t0: float)
         logger.log_episodes([_row(r) for r in records])
         logger.log_metrics(metrics, step=live.step + 1)
         logger.log_summary({"usage": usage})
+        check_errors(parts, records, "evaluation")  # metrics written first: flag `errors`
         log.info("results in %s", parts.store.dir)
         return metrics
     except BaseException as exc:
