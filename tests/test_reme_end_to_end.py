@@ -18,6 +18,7 @@ from conftest import SCHEMA_LLM, run_py
 SMALL = [
     "backbone=scripted",
     "logger=none",
+    "protocol.step_budget=10",  # the demo's earlier budget, which the numbers below count
     "method.samples=2",
     "method.max_tokens=48",
     "protocol.max_train_tasks=2",

@@ -190,7 +190,7 @@ def test_a_resume_with_changed_result_keys_is_refused_with_the_difference(tmp_pa
     assert changed.returncode == 2
     text = _said(changed)
     assert "method.threshold: 0.35 in the records, 0.5 now" in text
-    assert "protocol.step_budget: 10 in the records, 5 now" in text  # the demo's budget
+    assert "protocol.step_budget: 20 in the records, 5 now" in text  # the demo's budget
     assert "paths.results_dir" in text and "protocol.resume=false" in text
     assert (run_dir / "config.yaml").read_text() == config
     # speed keys are not part of the identity: a resume at another concurrency goes on
