@@ -158,9 +158,12 @@ def test_ray_init_joins_without_local_options_and_ignores_a_stale_cluster_file(
         (["backbone=smollm2_135m_vllm"], JobResources(gpus=0)),  # vLLM's CPU backend
         (["backbone=scripted", "memory_backbone=qwen3_14b"], JobResources(gpus=1)),
         (["backbone=qwen3_32b", "+backbone.resources.cpus=4"], JobResources(gpus=2, cpus=4)),
+        (["env=scienceworld"], JobResources(gpus=0, cpus=2)),  # the JVM beside the agent loop
+        (["env=appworld", "backbone=qwen3_4b"], JobResources(gpus=1, cpus=2)),
+        (["env=alfworld"], JobResources(gpus=0, cpus=1)),
     ],
 )
-def test_a_job_needs_what_its_backbones_declare(overrides, need):
+def test_a_job_needs_what_its_backbones_and_env_declare(overrides, need):
     assert job_resources(compose_cfg(overrides)) == need
 
 
@@ -171,28 +174,31 @@ def test_a_bad_resource_key_is_named():
 
 
 def test_two_in_process_engines_are_refused_unless_they_fit_and_the_user_said_so():
-    """ReMe Table 4: the agent (qwen3_8b) and the summarizer (qwen3_14b), each at 0.90."""
-    cfg = compose_cfg(["experiment=reme_table4_14b"])
+    """ReMe Table 4: the agent (qwen3_8b) beside the summarizer in one process. With Qwen3-32B
+    (each at 0.90) the run is refused with both ways out; the Qwen3-14B file splits one GPU
+    0.35 / 0.55 and says so (share_gpus)."""
+    cfg = compose_cfg(["experiment=reme_table4_32b"])
     with pytest.raises(ConfigError) as err:
         check_colocation(cfg)
     text = str(err.value)
     assert "gpu_memory_utilization=0.9)" in text and text.count("0.9") >= 2
-    assert "scripts/serve.py backbone=qwen3_14b" in text and "memory_backbone=openai_server" in text
+    assert "scripts/serve.py backbone=qwen3_32b" in text and "memory_backbone=openai_server" in text
     assert "memory_backbone.resources.share_gpus=true" in text
-    split = ["backbone.gpu_memory_utilization=0.3", "memory_backbone.gpu_memory_utilization=0.6"]
+    check_colocation(compose_cfg(["experiment=reme_table4_14b"]))  # the shipped split
+    not_said = ["memory_backbone.resources.share_gpus=false"]
     with pytest.raises(ConfigError, match="must be asked for"):  # fits, but not said
-        check_colocation(compose_cfg(["experiment=reme_table4_14b", *split]))
-    said = ["memory_backbone.resources.share_gpus=true"]
-    check_colocation(compose_cfg(["experiment=reme_table4_14b", *split, *said]))
-    with pytest.raises(ConfigError, match="cannot fit"):  # said, but 0.3 + 0.9 > 1
-        check_colocation(compose_cfg(["experiment=reme_table4_14b", split[0], *said]))
+        check_colocation(compose_cfg(["experiment=reme_table4_14b", *not_said]))
+    with pytest.raises(ConfigError, match="cannot fit"):  # said, but 0.9 + 0.55 > 1
+        check_colocation(
+            compose_cfg(["experiment=reme_table4_14b", "backbone.gpu_memory_utilization=0.9"])
+        )
     # the endpoint way: the memory model served, one engine in the process
-    check_colocation(compose_cfg(["experiment=reme_table4_14b", "memory_backbone=openai_server"]))
+    check_colocation(compose_cfg(["experiment=reme_table4_32b", "memory_backbone=openai_server"]))
 
 
 def test_a_run_with_two_engines_stops_before_loading(tmp_path):
     """No vLLM here: the run ends with the one message before any model is built."""
-    proc = run_py(["experiment=reme_table4_14b", "logger=none", f"paths.results_dir={tmp_path}"],
+    proc = run_py(["experiment=reme_table4_32b", "logger=none", f"paths.results_dir={tmp_path}"],
                   timeout=300)  # fmt: skip
     out = proc.stdout + proc.stderr  # the run's log line
     assert proc.returncode == 2, out[-3000:]

@@ -7,9 +7,11 @@ The rules (docs/clusters.md):
   endpoint such as ``openai_server`` / ``gpt_4o_mini``, the embedded CPU model, ``scripted``)
   needs none. A memory backbone of its own runs in the same process: the job needs the larger
   of the two declarations (two in-process engines share the GPUs, see :func:`check_colocation`).
-- **CPUs**: 1 per job (the agent loop and the env's simulator), or the larger ``resources.cpus``
-  a preset declares. A launcher option set by hand (``hydra.launcher.ray.remote.num_gpus``,
-  ``hydra.launcher.gpus_per_node``, ...) wins over both.
+- **CPUs**: what the env needs (``env.resources.cpus``: 2 for ScienceWorld, whose JVM simulator
+  runs beside the agent loop, and AppWorld, whose environment server does; 1 for the others),
+  or the larger ``resources.cpus`` a backbone preset declares. A launcher option set by hand
+  (``hydra.launcher.ray.remote.num_gpus``, ``hydra.launcher.gpus_per_node``, ...) wins over
+  both.
 
 Two in-process vLLM engines in one process (agent + memory backbone) must fit together on one
 GPU's worth of memory, and the user must say so (``memory_backbone.resources.share_gpus``):
@@ -87,8 +89,9 @@ def job_resources(cfg: DictConfig) -> JobResources:
     agent = declared(cfg.get("backbone"), "backbone")
     node, where = _memory_node(cfg)
     memory = declared(node, where) if node is not None else {}
+    env = declared(cfg.get("env"), "env")
     gpus = max(int(agent.get("gpus", 0)), int(memory.get("gpus", 0)))
-    cpus = max(1, int(agent.get("cpus", 1)), int(memory.get("cpus", 1)))
+    cpus = max(1, *(int(d.get("cpus", 1)) for d in (agent, memory, env)))
     return JobResources(gpus=gpus, cpus=cpus)
 
 

@@ -52,6 +52,7 @@ NOT_RESULT = (
     "backbone.resources",  # what a launcher reserves for the job (memarena.launch)
     "memory_backbone.resources",
     "memory_backbone.fallback.resources",
+    "env.resources",
 )
 # result-changing keys added after runs were recorded: in the identity only when set away from
 # this default (the default is what those runs did), e.g. ReMe's official dynamic setting

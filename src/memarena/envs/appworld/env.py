@@ -96,7 +96,10 @@ class AppWorldEnv(Env):
         experiment_name: str = "memarena",
         fewshot: int = 1,
         prompt_style: str = "official_structure",
+        resources: Mapping[str, int] | None = None,
     ) -> None:
+        # what one job on this env takes from a cluster (memarena.launch.resources), not used here
+        self.resources = dict(resources or {})
         self.name = str(name)
         self.step_budget = check_step_budget(step_budget)
         self.max_tokens = MAX_TOKENS

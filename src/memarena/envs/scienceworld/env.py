@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from importlib.resources import files
 from typing import Any
 
@@ -107,7 +107,10 @@ class ScienceWorldEnv(Env):
         progress: str = "score",
         fewshot: int | None = 1,
         require_data: bool = False,
+        resources: Mapping[str, int] | None = None,
     ) -> None:
+        # what one job on this env takes from a cluster (memarena.launch.resources), not used here
+        self.resources = dict(resources or {})
         self.fewshot = None if fewshot is None else int(fewshot)
         step_budget = check_step_budget(step_budget)
         if partition not in PARTITIONS:
