@@ -280,6 +280,7 @@ def test_stored_packs_are_read_back_instead_of_packing_again(tmp_path, monkeypat
 def test_the_engine_stores_the_packs_beside_the_converted_weights(int4):
     from memarena.llm.int4_decode import store_name
 
-    stored = [p for p in MODELS.iterdir() if p.name.endswith(store_name())]
-    assert len(stored) == 1 and (stored[0] / "packs.safetensors").is_file()
+    store = int4._int4_store  # beside this engine's converted copy (MODELS may hold others)
+    assert store.parent == MODELS and store.name.endswith(store_name())
+    assert (store / "packs.safetensors").is_file()
     assert int4.decoder.linears()["lm_head"].packed.dtype == torch.uint8
