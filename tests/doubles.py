@@ -10,6 +10,26 @@ from memarena.core.llm_types import Completion
 from memarena.core.types import Usage
 
 
+def first_choice_completion(body: dict) -> dict:
+    """An OpenAI chat-completion answer to the request ``body``: its first offered choice
+    (vLLM's ``structured_outputs.choice``), else "noop" (the loopback test servers' reply)."""
+    choices = (body.get("structured_outputs") or {}).get("choice") or ["noop"]
+    return {
+        "id": "x",
+        "object": "chat.completion",
+        "created": 0,
+        "model": body["model"],
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "message": {"role": "assistant", "content": choices[0]},
+            }
+        ],
+        "usage": {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6},
+    }
+
+
 class FakeLLM:
     """Answers each request with the next scripted text; 10 prompt / 3 completion tokens each."""
 

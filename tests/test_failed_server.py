@@ -22,6 +22,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from doubles import first_choice_completion
 
 from conftest import ROOT, run_py, run_script
 from memarena.llm.local_server import free_port
@@ -50,22 +51,7 @@ class FailingServer:
                 server.requests[kind(body)] += 1
                 failure = answer(body)
                 if failure is None:
-                    choices = (body.get("structured_outputs") or {}).get("choice") or ["noop"]
-                    status = 200
-                    reply = {
-                        "id": "x",
-                        "object": "chat.completion",
-                        "created": 0,
-                        "model": body["model"],
-                        "choices": [
-                            {
-                                "index": 0,
-                                "finish_reason": "stop",
-                                "message": {"role": "assistant", "content": choices[0]},
-                            }
-                        ],
-                        "usage": {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6},
-                    }
+                    status, reply = 200, first_choice_completion(body)
                 else:
                     status, message = failure
                     reply = {"object": "error", "message": message, "type": "Error", "code": status}

@@ -15,6 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from doubles import first_choice_completion
 
 from conftest import ROOT, run_py
 from memarena.llm.local_server import free_port
@@ -87,22 +88,7 @@ class ChatServer:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):  # noqa: N802 - http.server's name
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                choices = (body.get("structured_outputs") or {}).get("choice") or ["noop"]
-                answer = {
-                    "id": "x",
-                    "object": "chat.completion",
-                    "created": 0,
-                    "model": body["model"],
-                    "choices": [
-                        {
-                            "index": 0,
-                            "finish_reason": "stop",
-                            "message": {"role": "assistant", "content": choices[0]},
-                        }
-                    ],
-                    "usage": {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6},
-                }
-                data = json.dumps(answer).encode()
+                data = json.dumps(first_choice_completion(body)).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
