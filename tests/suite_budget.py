@@ -170,14 +170,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if probes:  # the workers have finished their tests: the machine is idle again
         probes.append(probe_seconds())
     factor = slowdown(probes, budget)
-    speed = (
-        ""
-        if not probes
-        else (
-            f"; probe {', '.join(f'{p:.2f}' for p in probes)} s against {budget.reference_probe_s:g} s:"
+    speed = ""
+    if probes:
+        measured = ", ".join(f"{p:.2f}" for p in probes)
+        speed = (
+            f"; probe {measured} s against {budget.reference_probe_s:g} s:"
             f" {_clock(60 * budget.minutes * factor)} allowed"
         )
-    )
     _STATE["lines"] = [
         f"test suite wall time: {_clock(wall)} (budget {budget.minutes:g} minutes"
         f"{' at the reference speed' if budget.reference_probe_s else ''}, pyproject.toml{speed})"
