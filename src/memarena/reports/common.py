@@ -326,11 +326,24 @@ def mean_line(ax, xs, stats: pd.DataFrame, label: str) -> None:
     ax.errorbar(xs, stats["mean"], yerr=stats["std"].fillna(0), marker="o", capsize=2, label=label)
 
 
+def shared_legend(fig, axes) -> None:
+    """One legend under the panels for every labelled artist of ``axes`` (each label once),
+    where it covers no bar; ``save_figure`` keeps it in the image."""
+    entries: dict[str, Any] = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            entries.setdefault(label, handle)
+    if entries:
+        columns = min(len(entries), 4)
+        fig.legend(entries.values(), entries.keys(), loc="upper center",
+                   bbox_to_anchor=(0.5, 0.0), ncol=columns, fontsize="small")  # fmt: skip
+
+
 def save_figure(fig, out_dir: str | Path, name: str) -> Path:
     path = Path(out_dir) / name
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=120, bbox_inches="tight")  # a legend under the panels included
     return path
 
 

@@ -15,6 +15,7 @@ from memarena.reports.common import (
     not_run_note,
     of_setting,
     save_figure,
+    shared_legend,
     variant_key,
     write_table,
 )
@@ -69,7 +70,7 @@ def figure_fig3(summary: pd.DataFrame, out_dir: str | Path, name: str = "fig3_ab
         ax.set_xticks(range(len(variants)), [v.replace("_", "+") for v in variants])
         ax.set_title(f"{setting} ({SCORE[setting]}, %)")
         not_run_note(ax, variants, ran)
-        ax.legend(fontsize="x-small")
+    shared_legend(fig, axes)  # in a panel it covered the PDDL bars
     return save_figure(fig, out_dir, name), fig
 
 

@@ -276,8 +276,8 @@ def _panel_lines(sub: pd.DataFrame, max_steps: int, memory_chars: int) -> list[s
         body = " ".join(x for x in memory.splitlines() if not x.lstrip().startswith("#"))
         shown = "(as before)" if memory == previous else _clip(body or "-", memory_chars)
         previous = memory
-        lines.append(f"{row['step']}. > {_clip(row['action'], 70)}")
-        lines.append(f"   [{row['feedback']}] {_clip(row['observation'], 60)}")
+        lines.append(_clip(f"{row['step']}. > {row['action']}", 78))
+        lines.append("   " + _clip(f"[{row['feedback']}] {row['observation']}", 75))
         lines += textwrap.wrap(
             f"memory: {shown}", 78, initial_indent="   ", subsequent_indent="   "
         )
@@ -295,18 +295,19 @@ def figure_case(
 ):
     """Fig. 6: the case-study trajectories side by side, one column per panel; each step shows
     its action, its feedback and the memory shown at that step, truncated to ``memory_chars``
-    characters; at most ``max_steps`` steps per panel."""
+    characters; at most ``max_steps`` steps per panel. A panel is as wide as its 78-column
+    monospace text at 6.5 pt (4.6 in), so the three fit a page."""
     import matplotlib.pyplot as plt
 
     panels = list(dict.fromkeys(table["panel"]))
     texts = {p: _panel_lines(table[table["panel"] == p], max_steps, memory_chars) for p in panels}
     height = 0.11 * max(len(t) for t in texts.values()) + 1.0
-    fig, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), height), squeeze=False)
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), height), squeeze=False)
     for ax, panel in zip(axes[0], panels, strict=True):
         head = table[table["panel"] == panel].iloc[0]
         status = "success" if bool(head["success"]) else "failure"
         ax.axis("off")
-        task = f"{_clip(head['task_id'], 50)} ({head['domain']}): {status}"
+        task = f"{_clip(head['task_id'], 60)}\n{head['domain']}: {status}"
         ax.set_title(
             f"{PANELS.get(panel, panel)}\n{task}",
             fontsize=9,
