@@ -56,11 +56,6 @@ def read_budget(pyproject: Path) -> Budget:
     )
 
 
-def budget_minutes(pyproject: Path) -> float:
-    """``[tool.memarena.tests] budget_minutes`` of ``pyproject``."""
-    return read_budget(pyproject).minutes
-
-
 def probe_seconds(repeats: int = 3) -> float:
     """About a second of fixed single-thread work, the best of ``repeats`` for each part:
     interpreter (config composition, the pipeline's loops), float32 matmuls (prefill) and
@@ -72,13 +67,13 @@ def probe_seconds(repeats: int = 3) -> float:
     try:
         square = torch.ones(1024, 1024) / 1024
         large = torch.ones(4096, 4096)
-        best = [math.inf] * 3
+        parts = (
+            lambda: sum(i % 7 for i in range(5_000_000)),
+            lambda: [square @ square for _ in range(12)],
+            lambda: [large.sum() for _ in range(60)],
+        )
+        best = [math.inf] * len(parts)
         for _ in range(repeats):
-            parts = (
-                lambda: sum(i % 7 for i in range(5_000_000)),
-                lambda: [square @ square for _ in range(12)],
-                lambda: [large.sum() for _ in range(60)],
-            )
             for k, part in enumerate(parts):
                 start = time.perf_counter()
                 part()
@@ -139,19 +134,18 @@ def _whole_suite(config: pytest.Config) -> bool:
     return all(str(Path(config.rootpath, a).resolve()) in testpaths for a in given)
 
 
-def _probing(config: pytest.Config) -> bool:
-    """Whole-suite runs with a reference probe time: the probe is worth its 2 seconds."""
-    budget = read_budget(config.rootpath / "pyproject.toml")
-    return budget.reference_probe_s is not None and _whole_suite(config)
-
-
 def pytest_sessionstart(session: pytest.Session) -> None:
     config = session.config
     if _is_worker(config):
         return
-    # before xdist starts its workers (its sessionstart runs last): the machine is idle
-    probes = [probe_seconds()] if _probing(config) and not config.option.collectonly else []
-    _STATE.update(start=time.monotonic(), durations=defaultdict(float), probes=probes)
+    budget = read_budget(config.rootpath / "pyproject.toml")
+    # whole-suite runs with a reference only (the probe is worth its 2 seconds there), before
+    # xdist starts its workers (its sessionstart runs last): the machine is idle
+    probing = budget.reference_probe_s is not None and _whole_suite(config)
+    probes = [probe_seconds()] if probing and not config.option.collectonly else []
+    _STATE.update(
+        start=time.monotonic(), durations=defaultdict(float), probes=probes, budget=budget
+    )
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
@@ -165,8 +159,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if _is_worker(config) or "start" not in _STATE or config.option.collectonly:
         return
     wall = time.monotonic() - _STATE["start"]
-    budget = read_budget(config.rootpath / "pyproject.toml")
-    probes = _STATE["probes"]
+    budget, probes = _STATE["budget"], _STATE["probes"]
     if probes:  # the workers have finished their tests: the machine is idle again
         probes.append(probe_seconds())
     factor = slowdown(probes, budget)
