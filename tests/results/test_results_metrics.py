@@ -57,16 +57,45 @@ def test_avg_and_pass_at_4():
     }
 
 
-def test_wilson_interval_matches_the_formula():
-    low, high = compute_metrics(four_runs())["success_rate_ci95"]
-    # Wilson: centre (p + z^2/2n) / (1 + z^2/n),
-    # half-width z sqrt(p(1-p)/n + z^2/4n^2) / (1 + z^2/n)
-    n, p, z = 12, 5 / 12, 1.959963984540054
+def wilson(p: float, n: int) -> tuple[float, float]:
+    """Wilson's formula by hand: centre (p + z^2/2n) / (1 + z^2/n),
+    half-width z sqrt(p(1-p)/n + z^2/4n^2) / (1 + z^2/n)."""
+    z = 1.959963984540054
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    assert (low, high) == pytest.approx((centre - half, centre + half))
-    assert (low, high) == pytest.approx(wilson_ci(5, 12))
-    assert (round(low, 4), round(high, 4)) == (0.1933, 0.6805)
+    return centre - half, centre + half
+
+
+def test_the_interval_takes_the_task_as_its_unit():
+    """3 tasks x 4 runs: a 4/4, b 1/4, c 0/4 -> task means 1, 0.25, 0; n = 3 tasks (not 12
+    episodes), successes = 1.25, p = 1.25 / 3."""
+    low, high = compute_metrics(four_runs())["success_rate_ci95"]
+    assert (low, high) == pytest.approx(wilson(1.25 / 3, 3))
+    assert (round(low, 4), round(high, 4)) == (0.0911, 0.8358)
+    # over the 12 episodes it would be (0.1933, 0.6805): far narrower than 3 tasks allow
+    episodes = wilson_ci(5, 12)
+    assert (round(episodes[0], 4), round(episodes[1], 4)) == (0.1933, 0.6805)
+
+
+def test_four_views_of_two_tasks_are_two_samples():
+    """MemCo's evaluation: 4 agent views each play the same 2 test tasks and all succeed.
+    8 episodes, but 2 sampled tasks: the interval is the 2-task one, Wilson(2, 2) =
+    (0.342, 1.0), not Wilson(8, 8) = (0.676, 1.0)."""
+    recs = []
+    for view in ("barman", "blocksworld", "gripper", "tyreworld"):
+        for task in ("t1", "t2"):
+            recs.append({**ep(task, 0, True, 1.0, 5), "agent": view})
+    m = compute_metrics(recs)
+    assert m["n_episodes"] == 8 and m["n_tasks"] == 2
+    assert m["success_rate_ci95"] == pytest.approx(list(wilson_ci(2, 2)))
+    assert m["success_rate_ci95"] == pytest.approx(list(wilson(1.0, 2)))
+    assert round(m["success_rate_ci95"][0], 3) == 0.342
+    assert m["success_rate_ci95"][0] < wilson_ci(8, 8)[0] - 0.3
+
+
+def test_with_one_episode_per_task_the_interval_is_over_episodes():
+    recs = [ep(f"t{i}", 0, i < 5, 1.0, 4) for i in range(12)]
+    assert compute_metrics(recs)["success_rate_ci95"] == pytest.approx(list(wilson_ci(5, 12)))
 
 
 def test_single_run_has_no_at_k_and_sums_token_parts():

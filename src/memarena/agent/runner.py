@@ -30,7 +30,6 @@ hook is logged, never raised).
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import time
 import traceback
@@ -63,6 +62,7 @@ from memarena.core import (
     Trajectory,
 )
 from memarena.core.costs import MemoryCost, add_into, counters, difference, split
+from memarena.core.llm_types import stable_seed
 from memarena.core.progress import Progress
 
 log = logging.getLogger(__name__)
@@ -151,11 +151,6 @@ def _error_result(trajectory: Trajectory, exc: Exception, t0: float, order: int)
     on."""
     outcome = Outcome(False, 0.0, 0, "error", error=_error_text(exc))
     return EpisodeResult(trajectory, outcome, time.perf_counter() - t0, order)
-
-
-def stable_seed(*parts: object) -> int:
-    digest = hashlib.sha256("|".join(map(str, parts)).encode()).digest()
-    return int.from_bytes(digest[:4], "little")
 
 
 class EpisodeRunner:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 # {"role": "system"|"user"|"assistant"|"tool", "content": "..."}; an assistant message may carry
@@ -63,6 +63,27 @@ class ChatRequest:
             del body["tools"]
         blob = json.dumps({"model": model, "request": body}, sort_keys=True, ensure_ascii=False)
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def stable_seed(*parts: object) -> int:
+    """A 32-bit seed that depends only on ``parts`` (their ``str``), the same in every process."""
+    digest = hashlib.sha256("|".join(map(str, parts)).encode()).digest()
+    return int.from_bytes(digest[:4], "little")
+
+
+def seeded_for_run(request: ChatRequest, run_seed: int) -> ChatRequest:
+    """``request`` with a seed derived from the run's seed and the request itself, when it
+    samples (temperature > 0); unchanged when it is greedy.
+
+    The seed is a function of (``run_seed``, the request as the method built it: messages,
+    constraints, sampling parameters and the method's own ``seed``, which tells apart several
+    samples of one prompt). So two run seeds draw different samples, the same run seed draws
+    the same ones in every process (a resumed run and a cache replay give identical results),
+    and greedy requests keep their cache keys whatever the run seed (their answer does not
+    depend on it)."""
+    if request.temperature <= 0:
+        return request
+    return replace(request, seed=stable_seed("run", int(run_seed), request.cache_key("")))
 
 
 @dataclass

@@ -93,6 +93,7 @@ from typing import Any
 
 from memarena.core.errors import ConfigError, MemoryFrozenError
 from memarena.core.gc_pause import gc_paused
+from memarena.core.llm_types import ChatRequest, Completion, seeded_for_run
 from memarena.core.progress import heartbeat
 from memarena.core.protocols import Backbone, Embedder
 from memarena.core.types import MemoryContext, MemoryQuery, Outcome, Trajectory
@@ -102,28 +103,57 @@ GRANULARITIES = ("task", "step")
 ACQUISITION_POLICIES = ("agent", "expert")
 
 
+class RunSeededLLM:
+    """The memory-side backbone as a method sees it: every request that samples (temperature
+    > 0) gets a seed derived from the run's seed and the request itself
+    (:func:`~memarena.core.llm_types.seeded_for_run`), so the run seed varies the memory's
+    draws as it varies the agent's, and the same seed replays them exactly. Everything else is
+    the backbone's own (usage, fallbacks, context limits)."""
+
+    def __init__(self, backbone: Backbone, run_seed: int) -> None:
+        self.backbone = backbone
+        self.run_seed = int(run_seed)
+
+    def generate(self, requests: list[ChatRequest]) -> list[Completion]:
+        return self.backbone.generate([seeded_for_run(r, self.run_seed) for r in requests])
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "backbone":  # not set yet (copy, unpickling): no recursion
+            raise AttributeError(name)
+        return getattr(self.backbone, name)
+
+    def __repr__(self) -> str:
+        return f"RunSeededLLM({self.backbone!r}, run_seed={self.run_seed})"
+
+
 class MemoryServices:
     """Models a memory method may need, built on first use so methods that need none pay
-    nothing: ``llm`` is the memory-side backbone (``conf/memory_backbone``), ``embedder`` the
-    sentence embedder (``conf/embedder``). The pipeline closes what was built."""
+    nothing: ``llm`` is the memory-side backbone (``conf/memory_backbone``) behind
+    :class:`RunSeededLLM` (``seed``: the run's), ``embedder`` the sentence embedder
+    (``conf/embedder``). The pipeline closes what was built (``llm_if_built``: the backbone
+    itself)."""
 
     def __init__(
         self,
         llm_factory: Callable[[], Backbone] | None = None,
         embedder_factory: Callable[[], Embedder] | None = None,
+        seed: int = 0,
     ) -> None:
         self._llm_factory = llm_factory
         self._embedder_factory = embedder_factory
+        self.seed = int(seed)
         self._llm: Backbone | None = None
+        self._seeded: RunSeededLLM | None = None
         self._embedder: Embedder | None = None
 
     @property
     def llm(self) -> Backbone:
-        if self._llm is None:
+        if self._seeded is None:
             if self._llm_factory is None:
                 raise ConfigError("this memory method needs an LLM but no memory_backbone is set")
             self._llm = self._llm_factory()
-        return self._llm
+            self._seeded = RunSeededLLM(self._llm, self.seed)
+        return self._seeded  # type: ignore[return-value]  (a Backbone by its members)
 
     @property
     def embedder(self) -> Embedder:

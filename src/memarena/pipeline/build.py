@@ -179,6 +179,7 @@ def build(
     services = MemoryServices(
         llm_factory=lambda: _memory_llm_factory(cfg, agent["policy"])(),
         embedder_factory=lambda: build_part(cfg.embedder),
+        seed=cfg.seed,
     )
     memory: MemoryMethod = build_part(cfg.method, services=services, env_name=cfg.env.name)
     if (

@@ -11,8 +11,11 @@ order: the counted records are taken in (task id, run, agent) order and float su
 
 Definitions (every evaluated episode counts, errors included, as a failure):
 
-- ``success_rate``: successful episodes / episodes; ``success_rate_ci95``: its Wilson score
-  interval ``[low, high]`` over the episodes;
+- ``success_rate``: successful episodes / episodes; ``success_rate_ci95``: its 95% Wilson score
+  interval ``[low, high]`` with the task as the unit (``n_tasks`` units, each counted once with
+  its mean success over the agent views, runs and repetitions that played it:
+  :func:`~memarena.results.stats.wilson_ci_over_units`); MemCo's 4 views of 2 tasks are 2
+  samples, not 8. ``n_tasks``: distinct test tasks; ``n_episodes``: evaluated episodes;
 - ``progress_rate``: mean progress in [0, 1]; ``avg_steps``: mean steps;
 - ``n_errors`` / ``error_rate``: episodes with status ``error``;
 - ``tokens_per_task``: (agent tokens of all episodes + ``memory_tokens``) / episodes, where
@@ -53,7 +56,7 @@ from typing import Any
 
 from memarena.core.costs import add_into, tokens
 from memarena.results.records import EpisodeRecord, as_records
-from memarena.results.stats import wilson_ci
+from memarena.results.stats import wilson_ci_over_units
 
 log = logging.getLogger(__name__)
 
@@ -95,9 +98,8 @@ def compute_metrics(
     superseded = [r for r in written if id(r) not in kept]
 
     n = len(recs)
-    successes = sum(bool(r.success) for r in recs)
     n_errors = sum(r.status == "error" for r in recs)
-    low, high = wilson_ci(successes, n)
+    low, high = task_interval(recs)
     out: dict[str, Any] = {
         **_rates(recs),
         "success_rate_ci95": [low, high],
@@ -130,6 +132,16 @@ def compute_metrics(
         if len(groups) > 1 or (key == "agent" and groups):
             out[name] = {g: _group(rs) for g, rs in sorted(groups.items())}
     return out
+
+
+def task_interval(records: Sequence[EpisodeRecord]) -> tuple[float, float]:
+    """The 95% interval of the success rate over tasks: each task's mean success over its
+    episodes (views, runs, repetitions), one unit per task, in task-id order."""
+    by_task: dict[str, list[bool]] = defaultdict(list)
+    for r in records:
+        by_task[str(r.task_id)].append(bool(r.success))
+    means = [sum(v) / len(v) for _, v in sorted(by_task.items())]
+    return wilson_ci_over_units(means)
 
 
 def memory_costs(

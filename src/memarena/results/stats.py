@@ -2,6 +2,7 @@
 
 - :func:`mean_std`: mean ± sample standard deviation over seeds (std is NaN for one seed);
 - :func:`wilson_ci`: Wilson score interval of a success rate;
+- :func:`wilson_ci_over_units`: the same with a cluster of episodes (a task) as the unit;
 - :func:`wilcoxon_paired`: paired Wilcoxon signed-rank test (two methods on the same units);
 - :func:`friedman`: Friedman test (three or more methods on the same units);
 - :func:`holm`: Holm correction of a family of p-values.
@@ -41,8 +42,9 @@ def mean_std(values: Sequence[float]) -> tuple[float, float, int]:
     return float(arr.mean()), std, n
 
 
-def wilson_ci(successes: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
-    """Wilson score interval of ``successes / n`` at level ``1 - alpha``."""
+def wilson_ci(successes: float, n: int, alpha: float = 0.05) -> tuple[float, float]:
+    """Wilson score interval of ``successes / n`` at level ``1 - alpha`` (``successes`` may be
+    a sum of per-unit means: :func:`wilson_ci_over_units`)."""
     if n <= 0:
         raise ValueError(f"wilson_ci: n must be positive, got n={n}")
     if not 0 <= successes <= n:
@@ -51,6 +53,25 @@ def wilson_ci(successes: int, n: int, alpha: float = 0.05) -> tuple[float, float
 
     low, high = proportion_confint(successes, n, alpha=alpha, method="wilson")
     return float(low), float(high)
+
+
+def wilson_ci_over_units(unit_means: Sequence[float], alpha: float = 0.05) -> tuple[float, float]:
+    """Wilson score interval of a success rate whose sampled unit is a cluster of episodes (a
+    task, seen by several agent views, runs or repetitions): each unit counts once, with its
+    mean success in [0, 1] (``n`` = units, successes = the sum of the means).
+
+    Episodes of one task are not independent draws, so an interval over episodes is too
+    narrow (4 views x 2 tasks are 2 samples, not 8). With one episode per unit this is
+    :func:`wilson_ci` over the episodes; when every episode of a unit agrees it is the
+    interval of the units alone; when they disagree it is wider than the design effect needs
+    (a unit's mean varies less than a single Bernoulli draw): conservative, never narrower
+    than the data allow."""
+    means = [float(m) for m in unit_means]
+    if not means:
+        raise ValueError("wilson_ci_over_units: no units")
+    if any(not 0.0 <= m <= 1.0 for m in means):
+        raise ValueError(f"wilson_ci_over_units: unit means must lie in [0, 1], got {means}")
+    return wilson_ci(math.fsum(means), len(means), alpha)
 
 
 def wilcoxon_paired(a: Sequence[float], b: Sequence[float]) -> tuple[float, float]:
