@@ -219,7 +219,7 @@ def test_notebook_on_fake_results(tmp_path):
     results, out = build_fake_tree(tmp_path / "results"), tmp_path / "out"
     nb = run_notebook(EVOGRAPH_NB, params(results, out))
     t1 = pd.read_csv(out / "table1.csv")
-    assert list(t1.columns[-3:]) == ["none", "gmemory", "evograph"]
+    assert list(t1.columns[-5:]) == ["none", "gmemory", "evograph", "n_tasks", "flags"]
     assert set(t1["setting"]) == {"pddl", "hotpotqa", "fever"}
     assert set(t1[t1["setting"] == "pddl"]["metric"]) == {"progress"}
     gains = pd.read_csv(out / "table1_gains.csv")

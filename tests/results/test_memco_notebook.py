@@ -184,7 +184,7 @@ def test_notebook_on_fake_results(tmp_path):
     assert set(t1["setting"]) == {"fever", "alfworld", "alfworld_familiar", "alfworld_heldout"}
     t11 = pd.read_csv(out / "table11.csv")
     row = t11[(t11["variant"] == "lambda_0.25") & (t11["metric"] == "global_records")]
-    assert row["ours"].iloc[0] == "735.0 ± 0.0" and row["paper"].iloc[0] == 735
+    assert row["ours"].iloc[0] == "735.0 ± 0.0 (n=2)" and row["paper"].iloc[0] == 735
     t13 = pd.read_csv(out / "table13.csv")
     assert sorted(t13["step_budget"].unique()) == [10, 30, 50]
     assert set(t13["variant"]) == {"icl", "memco"}
@@ -460,7 +460,8 @@ def test_notebook_figures_1bc_6_and_appendix_j(tmp_path):
 
     # Figure 1(b,c): familiar = acc + 0.01 * seed, held-out = acc - 0.05 (build_fake_tree)
     fig1 = pd.read_csv(out / "fig1bc_alfworld_layouts.csv")
-    assert list(fig1.columns) == ["backbone", "method", "split", "mean", "std", "n_seeds"]
+    # the figure's numbers, and (write_table) the flags of the runs behind them
+    assert list(fig1.columns) == ["backbone", "method", "split", "mean", "std", "n_seeds", "flags"]
     assert len(fig1) == 3 * 2 and set(fig1["backbone"]) == {BB}
     assert list(fig1["method"].unique()) == ["icl", "gmemory", "memco"]  # the tables' order
     rows = fig1.set_index(["method", "split"])

@@ -185,7 +185,7 @@ def execute(name: str, tree: Path, out: Path, extra: str = ""):
 
 def number(cell) -> float:
     """A table cell (``"25.0"``, ``"9.50"``, ``"75.00 ± 0.00"``) as the float it shows."""
-    return float(str(cell).split(" ± ")[0])
+    return float(str(cell).split()[0])
 
 
 SHOWN = 0.051  # the largest rounding of a shown number (1 decimal from 10 on)
@@ -241,6 +241,12 @@ def test_memco_notebook_table1_and_table12(tree, tmp_path):
             assert steps == pytest.approx(source["avg_steps"], abs=SHOWN)
         assert f"n_tasks={alfworld['n_tasks']}" in text  # the flag note names the cells
     assert "not full paper cells" in text and "the scripted expert, not an LLM" in text
+    # the exported table carries its runs' flags on every row, whatever reads the CSV
+    pddl_row = set(str(t1.loc[("pddl_generated", "accuracy"), "flags"]).split(","))
+    assert {"capped", "stand_in_data", "non_llm_backbone"} <= pddl_row
+    assert t1.loc[("pddl_generated", "accuracy"), "n_tasks"] == pddl["n_tasks"] == 4
+    gains = pd.read_csv(out / "table1_relative_gains.csv", keep_default_na=False)
+    assert gains.empty or gains["flags"].str.contains("stand_in_data").all()
 
     ablation = metrics(tree, "memco_table12", "alfworld_suite", "memco+local_only")
     t12 = pd.read_csv(out / "table12.csv")

@@ -261,18 +261,18 @@ def test_notebook_on_fake_results(tmp_path):
     run_notebook(REME_NB, params(results, out))
     t1 = pd.read_csv(out / "table1.csv")
     ours = t1[t1["ours_backbone"] == BB].set_index("variant")
-    assert ours.loc["none", "BFCL-V3 Avg@4 ours"] == "41.00 ± 0.82"
-    assert ours.loc["none", "BFCL-V3 Pass@4 ours"] == "60.00 ± 1.63"
-    assert ours.loc["dynamic", "BFCL-V3 Avg@4 ours"] == "47.00 ± 0.00"
+    assert ours.loc["none", "BFCL-V3 Avg@4 ours"] == "41.00 ± 0.82 (n=3)"
+    assert ours.loc["none", "BFCL-V3 Pass@4 ours"] == "60.00 ± 1.63 (n=3)"
+    assert ours.loc["dynamic", "BFCL-V3 Avg@4 ours"] == "47.00 ± 0.00 (n=3)"
     assert ours.loc["amem", "BFCL-V3 Avg@4 ours"] == rr.NOT_RUN
     assert ours.loc["reme", "AppWorld Avg@4 ours"] == rr.NOT_RUN
     t2 = pd.read_csv(out / "table2.csv")
     traj = t2[(t2["model"] == "qwen3-8b") & (t2["variant"] == "trajectory")].iloc[0]
-    assert traj["Avg@4 ours"] == "42.00 ± 0.00" and traj["Avg@4 Δ ours"] == pytest.approx(1.0)
+    assert traj["Avg@4 ours"] == "42.00 ± 0.00 (n=3)" and traj["Avg@4 Δ ours"] == pytest.approx(1.0)
     assert traj["Avg@4 Δ paper"] == 2.67
     t3 = pd.read_csv(out / "table3.csv").set_index("variant")
-    assert t3.loc["full_addition", "Avg@4 ours"] == "41.00 ± 0.00"
-    assert t3.loc["dynamic", "Avg@4 ours"] == "47.00 ± 0.00"  # from reme_table1
+    assert t3.loc["full_addition", "Avg@4 ours"] == "41.00 ± 0.00 (n=3)"
+    assert t3.loc["dynamic", "Avg@4 ours"] == "47.00 ± 0.00 (n=3)"  # from reme_table1
     t4 = pd.read_csv(out / "table4.csv").set_index("variant")
     assert t4.loc["summ_qwen3_32b", "Avg@4 Δ ours"] == pytest.approx(3.0)
     assert t4.loc["summ_qwen3_14b", "Avg@4 ours"] == rr.NOT_RUN
@@ -308,7 +308,7 @@ def test_notebook_on_fake_results(tmp_path):
     assert cost.loc["reme", "memory_fallbacks"] == 3  # json_invalid + reme_summarize
     assert cost.loc["reme", "memory_fallback_rate"] == 0.0075
     other = pd.read_csv(out / "other_benchmarks.csv").set_index("variant")
-    assert other.loc["reme", "success_rate"] == "45.00 ± 5.00"
+    assert other.loc["reme", "success_rate"] == "45.00 ± 5.00 (n=2)"
     assert other.loc["reme", "success_gain_pp"] == pytest.approx(10.0)
     for png in ("fig3_retrieval_keys.png", "fig4_top_k.png", "fig5_failures.png"):
         assert (out / png).read_bytes()[:8] == PNG
@@ -399,7 +399,7 @@ def test_sections_read_the_declared_membership(tmp_path, capsys):
     assert list(runs["variant_key"]) == ["full_addition"]
     assert rr.report_missing(runs, "table3") and capsys.readouterr().out == ""
     t3 = rr.beside_paper(rr.summarize(rr.long_metrics(runs)), "table3").set_index("variant")
-    assert t3.loc["full_addition", "Avg@4 ours"] == "41.00 ± 0.00"
+    assert t3.loc["full_addition", "Avg@4 ours"] == "41.00 ± 0.00 (n=3)"
     assert t3.loc["selective", "Avg@4 ours"] == rr.NOT_RUN
     assert list(rr.load_runs(results, "table1")["variant_key"]) == ["none"]
 
@@ -428,11 +428,11 @@ def test_table1_puts_appworld_beside_bfcl_and_averages_them(tmp_path):
     summary = rr.summarize(rr.long_metrics(rr.load_runs(results, "table1")))
     t1 = rr.table1(summary)
     ours = t1[t1["ours_backbone"] == BB].set_index("variant")
-    assert ours.loc["reme", "BFCL-V3 Avg@4 ours"] == "45.00 ± 1.00"
-    assert ours.loc["reme", "AppWorld Avg@4 ours"] == "25.00 ± 5.00"
+    assert ours.loc["reme", "BFCL-V3 Avg@4 ours"] == "45.00 ± 1.00 (n=2)"
+    assert ours.loc["reme", "AppWorld Avg@4 ours"] == "25.00 ± 5.00 (n=2)"
     assert ours.loc["reme", "Avg Avg@4 ours"] == "35.00"  # (45 + 25) / 2, no std
     assert ours.loc["reme", "Avg Pass@4 ours"] == "52.50"  # (65 + 40) / 2
-    assert ours.loc["none", "AppWorld Pass@4 ours"] == "20.00"
+    assert ours.loc["none", "AppWorld Pass@4 ours"] == "20.00 (n=1)"
     assert ours.loc["none", "Avg Avg@4 ours"] == rr.NOT_RUN  # no BFCL-V3 run of it
     assert ours.loc["reme", "AppWorld Avg@4 paper"] != rr.NOT_RUN
 
@@ -614,6 +614,6 @@ def test_the_memarena_reading_is_its_own_row_of_tables_1_and_3(tmp_path):
         frame = rr.table1(summary) if table == "table1" else rr.beside_paper(summary, table)
         ours = frame[frame["ours_backbone"] == BB].set_index("variant")
         column = "BFCL-V3 Avg@4 ours" if table == "table1" else "Avg@4 ours"
-        assert ours.loc["dynamic", column] == "47.00 ± 0.00"
-        assert ours.loc["dynamic_memarena", column] == "43.00 ± 0.00"
+        assert ours.loc["dynamic", column] == "47.00 ± 0.00 (n=3)"
+        assert ours.loc["dynamic_memarena", column] == "43.00 ± 0.00 (n=3)"
         assert ours.loc["dynamic_memarena", "method"] == "ReMe (dynamic), memarena's reading"

@@ -52,7 +52,7 @@ def _table1(root) -> tuple[dict, str]:
 
 def test_the_reme_variant_is_the_papers_a_mem_row(tmp_path):
     _run(tmp_path, "amem_reme_full", 0.3, 0.5)
-    assert _table1(tmp_path) == ({"amem_reme_full": "amem"}, "50.00")
+    assert _table1(tmp_path) == ({"amem_reme_full": "amem"}, "50.00 (n=1)")
 
 
 def test_a_plain_a_mem_run_never_pools_with_the_reme_variant(tmp_path):
@@ -60,4 +60,4 @@ def test_a_plain_a_mem_run_never_pools_with_the_reme_variant(tmp_path):
     _run(tmp_path, "amem_full", 0.1, 0.1)
     rows, cell = _table1(tmp_path)
     # the row holds the amem_reme run alone: Pass@4 50.00, not 30.00 (the mean of both)
-    assert rows == {"amem_reme_full": "amem", "amem_full": "amem_full"} and cell == "50.00"
+    assert rows == {"amem_reme_full": "amem", "amem_full": "amem_full"} and cell == "50.00 (n=1)"

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import CONF
+from conftest import CONF, compose_cfg
 from memarena.reports.common import (
     CONF_DIR,
     declaring_configs,
@@ -44,11 +44,39 @@ def test_paper_experiment_declares_known_sections(name):
     and at least one table, each a section that paper's report module knows."""
     paper = name.split("_")[0]
     node = yaml.safe_load((CONF / "experiment" / f"{name}.yaml").read_text()).get("report")
-    assert isinstance(node, dict) and set(node) == {"paper", "tables"}, node
+    assert isinstance(node, dict) and {"paper", "tables"} <= set(node), node
+    assert set(node) <= {"paper", "tables", "backbones"}, node
     assert node["paper"] == paper
     assert isinstance(node["tables"], list) and node["tables"], node
     unknown = set(node["tables"]) - set(MODULES[paper].SECTIONS)
     assert not unknown, f"{name} declares {unknown}; {paper} knows {MODULES[paper].SECTIONS}"
+
+
+@pytest.mark.parametrize("name", PAPER_CONFIGS)
+def test_paper_experiments_name_their_papers_backbones(name):
+    """``report.backbones`` (a run on another backbone is flagged ``not_paper_backbone``) holds
+    backbones the paper reports (its numbers file), and every backbone the experiment runs by
+    default or sweeps is one of them (MemCo's Table 3 names none, and ReMe's "other" runs are
+    memarena's own, not a paper table: both unchecked)."""
+    from omegaconf import OmegaConf
+
+    from memarena.pipeline.summarize import on_paper_backbone
+    from memarena.reports.paper import paper_numbers
+    from memarena.results.collect import backbone_key
+
+    cfg = compose_cfg([f"experiment={name}"], return_hydra_config=True)
+    paper, listed = cfg.report.paper, list(cfg.report.backbones)
+    if paper == "cross_paper" or name in ("memco_table3_fever", "reme_other_benchmarks"):
+        assert listed == [], name
+        return
+    reported = {backbone_key(b) for b in paper_numbers(paper)["backbone"]}
+    assert listed and {backbone_key(b) for b in listed} <= reported, (name, listed)
+    swept = str(OmegaConf.select(cfg, "hydra.sweeper.params.backbone", default="") or "")
+    for preset in [p for p in swept.split(",") if p] or [None]:
+        job = compose_cfg([f"experiment={name}", *([f"backbone={preset}"] if preset else [])])
+        assert on_paper_backbone(job), (name, preset, listed)
+    other = compose_cfg([f"experiment={name}", "backbone=smollm2_135m"])
+    assert not on_paper_backbone(other)
 
 
 @pytest.mark.parametrize("paper", sorted(MODULES))

@@ -143,13 +143,14 @@ def test_summary_mean_std_over_seeds(tree):
     md = to_markdown(format_summary(s))
     lines = md.splitlines()
     assert lines[0].startswith("| experiment | env ") and set(lines[1]) <= set("|-: ")
-    assert "| 0.500 ± 0.141 |" in md and "| 0.700 ± 0.071 |" in md and "| - " in md
+    assert "| 0.500 ± 0.141 (n=2) |" in md and "| 0.700 ± 0.071 (n=2) |" in md and "| - " in md
 
 
 def test_single_seed_and_bad_metric(tree):
     df = collect(tree)
     s = summary_table(df[df.seed == 0], ["tokens_per_task"])
-    assert list(format_summary(s)["tokens_per_task"]) == ["500.0", "500.0"]  # no ± for 1 seed
+    # no ± for 1 seed; the one seed its experiment ran here is all it has
+    assert list(format_summary(s)["tokens_per_task"]) == ["500.0 (n=1)", "500.0 (n=1)"]
     with pytest.raises(ValueError, match="unknown metrics \\['sucess_rate'\\]"):
         summary_table(df, ["sucess_rate"])
 
@@ -189,7 +190,7 @@ def test_make_tables_cli(tree, tmp_path):
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     md = (out / "summary.md").read_text()
-    assert "memco+local_only" in md and "0.750 ± 0.071" in md  # success 0.8, 0.7
+    assert "memco+local_only" in md and "0.750 ± 0.071 (n=2)" in md  # success 0.8, 0.7
     assert md.split("-->")[1].strip() in res.stdout
     csv = pd.read_csv(out / "summary.csv")
     assert list(csv.columns) == [
@@ -198,6 +199,9 @@ def test_make_tables_cli(tree, tmp_path):
         "variant",
         "backbone",
         "n_seeds",
+        "n_expected",
+        "identical",
+        "n_episodes",
         "flags",
         "backbone_is_llm",
         "success_rate_mean",
@@ -214,6 +218,48 @@ def test_make_tables_cli(tree, tmp_path):
         timeout=120,
     )
     assert res.returncode == 2 and "does not exist" in res.stderr
+
+
+def test_a_lost_seed_is_a_partial_cell_and_identical_seeds_print_once(tmp_path):
+    """A sweep over seeds 0-2 whose ``memco`` lost seed 2: its cell says ``n=2 of 3``; the
+    three ``none`` seeds share one run fingerprint (one run repeated): printed once, not as
+    ``± 0.000``."""
+    root = tmp_path / "results"
+    for seed in (0, 1, 2):
+        write_run(root, "t1", "pddl", "none", "qwen3-8b", seed,
+                  m(0.5, 0.6, n_tasks=4, run_fingerprint="same"))  # fmt: skip
+    for seed, rate in ((0, 0.5), (1, 0.75)):
+        write_run(root, "t1", "pddl", "memco", "qwen3-8b", seed,
+                  m(rate, 0.6, n_tasks=4, run_fingerprint=f"f{seed}"))  # fmt: skip
+    s = summary_table(collect(root), ["success_rate"]).set_index("variant")
+    assert (s.loc["memco", "n_seeds"], s.loc["memco", "n_expected"]) == (2, 3)
+    assert s.loc["none", "identical"] and not s.loc["memco", "identical"]
+    cells = format_summary(s.reset_index()).set_index("variant")["success_rate"]
+    assert cells["memco"] == "0.625 ± 0.177 (n=2 of 3)"
+    assert cells["none"] == "0.500 (3 seeds, identical runs)"
+
+
+def test_make_tables_refuses_flagged_runs_unless_allowed(tmp_path):
+    """A capped run on stand-in data: no table is written without --allow-flagged (the runs
+    and their flags are named); with it, every row carries its flags."""
+    root = tmp_path / "results"
+    write_run(root, "t1", "pddl_generated", "none", "qwen3-8b", 0,
+              m(0.5, 0.6, flags=["capped", "stand_in_data"]))  # fmt: skip
+    write_run(root, "t1", "pddl_generated", "memco", "qwen3-8b", 0,
+              m(0.7, 0.8, flags=["train_test_overlap"]))  # fmt: skip
+    out = tmp_path / "tables"
+    cmd = [sys.executable, str(REPO / "scripts/make_tables.py"), "--results-dir", str(root),
+           "--out", str(out)]  # fmt: skip
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2 and not out.exists()
+    assert "1 of 2 runs are flagged" in res.stderr and "capped, stand_in_data" in res.stderr
+    assert "--allow-flagged" in res.stderr and "memco" not in res.stderr  # overlap: a paper cell
+    res = subprocess.run([*cmd, "--allow-flagged"], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    summary = pd.read_csv(out / "summary.csv", keep_default_na=False).set_index("variant")
+    assert summary.loc["none", "flags"] == "capped,stand_in_data"
+    assert summary.loc["memco", "flags"] == "train_test_overlap"
+    assert "capped,stand_in_data" in (out / "summary.md").read_text()
 
 
 def test_overview_figure_panels_show_only_their_runs_and_bounded_error_bars():

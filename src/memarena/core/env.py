@@ -104,6 +104,9 @@ class Env(ABC):
     name: str
     step_budget: int
     max_tokens: int = DEFAULT_MAX_TOKENS
+    # True when the env runs on embedded stand-in data, not the benchmark's official data
+    # (runs are flagged ``stand_in_data``; the env's name says so too, e.g. ``pddl_generated``)
+    stand_in: bool = False
 
     @abstractmethod
     def tasks(self, split: str) -> list[Task]:

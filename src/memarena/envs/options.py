@@ -25,16 +25,18 @@ def check_step_budget(step_budget: Any) -> int:
     return step_budget
 
 
-def check_official_data(required: bool, present: bool, env: str, how: str, stand_in: str) -> None:
+def check_official_data(required: bool, present: bool, env: str, how: str, stand_in: str) -> bool:
     """A paper experiment sets ``env.require_data: true``: without the benchmark's official
     data (``present`` False) the run stops here, naming what to set (``how``) and how to opt
-    into the embedded stand-in, whose results go under the env name ``stand_in``."""
+    into the embedded stand-in, whose results go under the env name ``stand_in``. Returns
+    whether the env runs on the stand-in (its ``Env.stand_in``: runs flagged ``stand_in_data``)."""
     if required and not present:
         raise ConfigError(
             f"memarena: env={env}: this run needs the official data: {how}. To run on the "
             f"embedded stand-in instead, add env.require_data=false; its results then go under "
             f"{stand_in}, never beside the paper's numbers."
         )
+    return not present
 
 
 def choose_names(key: str, value: Any, valid: Sequence[str], hint: str = "") -> list[str]:

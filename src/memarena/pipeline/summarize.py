@@ -4,13 +4,17 @@
 completion marker, the memory the records rebuild), so a resumed run's equals an
 uninterrupted run's, key for key; times and process counters go to ``run_info.json`` and
 ``usage.json``. It also says what the run was, so a smoke run never passes for a paper cell:
-``n_tasks``, and ``flags`` naming a ``capped`` task list, a ``non_llm_backbone`` (the scripted
-expert), a ``degenerate_memory`` (a learning memory that holds nothing, or whose LLM
-answers mostly fell back) and a ``train_test_overlap`` (a memory learnt on tasks whose id or goal
-is a test task's: MemCo's PDDL lists, ``env.train_source=problems``; how many test tasks:
-``train_test_overlap_tasks``), ``errors`` (episodes that ended with status error: ``n_errors``
-in evaluation, ``acquisition_errors`` while acquiring) and ``timeouts`` (episodes cut by
-``protocol.episode_timeout_s``: ``n_timeouts``).
+``n_tasks``, and ``flags`` naming a ``capped`` task list, ``stand_in_data`` (the env's
+embedded stand-in, not the benchmark's official data), a ``non_llm_backbone`` (the scripted
+expert), a ``not_paper_backbone`` (an LLM that is not one of ``report.backbones``, those the
+run's paper tables were reported with), a ``degenerate_memory`` (a learning memory that holds
+nothing, or whose LLM answers mostly fell back) and a ``train_test_overlap`` (a memory learnt
+on tasks whose id or goal is a test task's: MemCo's PDDL lists, ``env.train_source=problems``;
+how many test tasks: ``train_test_overlap_tasks``), ``errors`` (episodes that ended with status
+error: ``n_errors`` in evaluation, ``acquisition_errors`` while acquiring) and ``timeouts``
+(episodes cut by ``protocol.episode_timeout_s``: ``n_timeouts``). ``run_fingerprint`` digests
+what the run did and remembered (:func:`memarena.results.metrics.behaviour_fingerprint`): seeds
+with equal fingerprints are one run repeated.
 
 :func:`check_errors` ends a run whose episodes ended with an error above
 ``protocol.max_error_rate`` (or all of them) with :class:`TooManyErrors`, once its records (and,
@@ -32,7 +36,8 @@ from memarena.core.costs import add_into, requests, tokens
 from memarena.pipeline.build import Parts
 from memarena.pipeline.tasks import cap_tasks
 from memarena.results import store as files
-from memarena.results.metrics import compute_metrics
+from memarena.results.collect import backbone_key
+from memarena.results.metrics import behaviour_fingerprint, compute_metrics
 from memarena.results.records import EpisodeRecord, latest
 
 # a learning memory whose LLM answers fell back more often than this is flagged degenerate
@@ -100,8 +105,20 @@ def metrics_of(parts: Parts, cfg: DictConfig, records: list[EpisodeRecord]) -> d
         report=report_of(cfg),
     )
     metrics["n_timeouts"] = sum(r.status == "timeout" for r in latest(records))
-    metrics["flags"] = flags_of(parts, metrics)
+    metrics["flags"] = flags_of(parts, metrics, on_paper_backbone(cfg))
+    metrics["run_fingerprint"] = behaviour_fingerprint(records, memory_digests(parts, acquired))
     return metrics
+
+
+def memory_digests(parts: Parts, acquired: dict[str, Any]) -> list[str]:
+    """The sha256 of each memory snapshot of the run: the one evaluation started from
+    (acquired or ``snapshot_from``) and those a learning evaluation ended its runs with
+    (``memory_final/``), in path order."""
+    digests = [str(acquired["sha256"])] if acquired.get("sha256") else []
+    final = parts.store.dir / files.FINAL_MEMORY_DIR
+    for marker in sorted(final.rglob(files.SNAPSHOT_DONE)) if final.is_dir() else ():
+        digests.append(f"{marker.parent.relative_to(final)}:{files.snapshot_sha256(marker.parent)}")
+    return digests
 
 
 def snapshot_info(parts: Parts) -> dict[str, Any]:
@@ -113,9 +130,10 @@ def snapshot_info(parts: Parts) -> dict[str, Any]:
     return json.loads(marker.read_text())
 
 
-def flags_of(parts: Parts, metrics: dict[str, Any]) -> list[str]:
+def flags_of(parts: Parts, metrics: dict[str, Any], paper_backbone: bool = True) -> list[str]:
     """What makes this run something other than a full paper cell (see the module
-    docstring); tables and notebooks show them beside ``n_tasks``."""
+    docstring); tables and notebooks show them beside ``n_tasks``. ``paper_backbone``: the
+    run's backbone is one its paper tables were reported with (:func:`on_paper_backbone`)."""
     protocol, env, out = parts.protocol, parts.env, []
     eval_cap, train_cap = protocol.max_eval_tasks, protocol.max_train_tasks
     # the train split only when the run used it: a memory that does not learn (method=none)
@@ -124,8 +142,12 @@ def flags_of(parts: Parts, metrics: dict[str, Any]) -> list[str]:
         train_cap and parts.memory.learns and train_cap < len(env.tasks(protocol.train_split))
     ):
         out.append("capped")
+    if getattr(env, "stand_in", False):
+        out.append("stand_in_data")
     if not parts.policy.is_llm:
         out.append("non_llm_backbone")
+    elif not paper_backbone:
+        out.append("not_paper_backbone")
     if parts.memory.learns and (
         metrics.get("memory_size") == 0
         or (metrics.get("memory_size") is None and not metrics.get("avg_mem_entries"))
@@ -194,9 +216,25 @@ def overlapping_tasks(parts: Parts) -> int:
 
 
 def report_of(cfg: DictConfig) -> dict[str, Any]:
-    """The paper tables / figures the run's config declares it belongs to (``report``)."""
+    """The paper tables / figures the run's config declares it belongs to (``report``), with
+    the backbones the paper reports them with."""
     node = cfg.get("report") or {}
-    return {"paper": node.get("paper"), "tables": [str(t) for t in node.get("tables") or []]}
+    return {
+        "paper": node.get("paper"),
+        "tables": [str(t) for t in node.get("tables") or []],
+        "backbones": [str(b) for b in node.get("backbones") or []],
+    }
+
+
+def on_paper_backbone(cfg: DictConfig) -> bool:
+    """True unless the run declares the backbones of its paper tables (``report.backbones``)
+    and neither its backbone's name nor its model is one of them (a served model's name may
+    carry a suffix: ``Qwen/Qwen2.5-7B-Instruct`` is ``qwen2.5-7b``)."""
+    wanted = [backbone_key(b) for b in report_of(cfg)["backbones"]]
+    if not wanted:
+        return True
+    names = [backbone_key(cfg.backbone.get(k)) for k in ("name", "model") if cfg.backbone.get(k)]
+    return any(n.startswith(w) for n in names for w in wanted)
 
 
 def usage_of(parts: Parts, acting: Policy) -> dict[str, Any]:

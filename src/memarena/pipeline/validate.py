@@ -61,7 +61,7 @@ TOP_LEVEL = frozenset(
     }
 )
 ABLATION_KEYS = ("name", "method", "requires")
-REPORT_KEYS = ("paper", "tables")
+REPORT_KEYS = ("paper", "tables", "backbones")
 MEMORY_BACKBONE_KEYS = ("same_as_agent", "fallback")
 # the types of the top-level values (the other top-level keys are groups)
 TOP_LEVEL_TYPES: dict[str, Any] = {"seed": int, "experiment_name": str}

@@ -21,7 +21,16 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from memarena.results.collect import collect, in_report
+from memarena.results.collect import (
+    INFORMATIONAL_FLAGS,  # noqa: F401  (re-exported)
+    backbone_key,  # noqa: F401  (the report packages import it from here)
+    collect,
+    expected_seeds,
+    format_mean_std,
+    identical_runs,
+    in_report,
+    union_flags,
+)
 
 # the repository's Hydra config folder (conf/experiment/*.yaml declare the report sections)
 CONF_DIR = Path(__file__).resolve().parents[3] / "conf"
@@ -104,11 +113,6 @@ def variant_key(method: str, ablation: object) -> str:
     return re.split(r"[/\-]", text)[-1]
 
 
-def backbone_key(name: object) -> str:
-    """Lower-case letters and digits only: ``Qwen3-32B`` and ``qwen3_32b`` match."""
-    return re.sub(r"[^a-z0-9]", "", str(name).lower())
-
-
 def number(value: Any) -> float | None:
     """``value`` as a float; None for None, booleans, NaN and what does not convert."""
     if value is None or isinstance(value, bool):
@@ -134,14 +138,82 @@ def of_setting(settings: pd.Series, base: str, part: str | None = None) -> pd.Se
     return ok
 
 
+SUMMARY_COLUMNS = ("mean", "std", "n_seeds", "n_expected", "identical", "n_tasks",
+                   "n_episodes", "flags")  # fmt: skip
+
+
 def over_seeds(long: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
-    """Mean / sample std / n_seeds of a long table's ``value`` per ``by`` (the reports'
-    summaries over seeds); an empty frame with those columns when ``long`` is empty."""
+    """Per ``by`` group of a long table (one row per run x metric, with :data:`RUN_COLUMNS`):
+    the mean, sample std and number of seeds of ``value``; ``n_expected``, the seeds the
+    group's experiment ran in any group (fewer: a partial cell); ``identical``, whether the
+    seeds were one run repeated (equal fingerprints); the fewest ``n_tasks`` / ``n_episodes``
+    of a seed; and the union of the runs' ``flags``. An empty frame with those columns when
+    ``long`` is empty."""
     by = list(by)
     if long.empty:
-        return pd.DataFrame(columns=[*by, "mean", "std", "n_seeds"])
-    g = long.groupby(by, dropna=False, sort=True)["value"]
-    return g.agg(mean="mean", std="std", n_seeds="count").reset_index()
+        return pd.DataFrame(columns=[*by, *SUMMARY_COLUMNS])
+    g = long.groupby(by, dropna=False, sort=True)
+    out = g["value"].agg(mean="mean", std="std", n_seeds="count")
+    out["n_expected"] = expected_seeds(long, g)
+    has = set(long.columns)
+    out["identical"] = g["fingerprint"].agg(identical_runs) if "fingerprint" in has else False
+    for count in ("n_tasks", "n_episodes"):
+        out[count] = g[count].min() if count in has else math.nan
+    out["flags"] = g["flags"].agg(union_flags) if "flags" in has else ""
+    return out.reset_index()
+
+
+def cell_texts(summary: pd.DataFrame, digits: int) -> list[str]:
+    """Each row of an :func:`over_seeds` summary as one table cell (``mean ± std (n=k)``,
+    ``(n=k of m)`` for a partial cell, identical seeds printed once:
+    :func:`memarena.results.collect.format_mean_std`)."""
+    def col(name: str, default: Any) -> Sequence[Any]:
+        return summary[name] if name in summary.columns else [default] * len(summary)
+
+    return [
+        format_mean_std(m, s, digits, n, e, bool(i))
+        for m, s, n, e, i in zip(
+            summary["mean"], summary["std"], col("n_seeds", None), col("n_expected", None),
+            col("identical", False), strict=True,
+        )
+    ]  # fmt: skip
+
+
+def with_row_notes(
+    table: pd.DataFrame, summary: pd.DataFrame, index: Sequence[str]
+) -> pd.DataFrame:
+    """A pivoted table (rows ``index``, one column per method) with two more columns per row:
+    ``n_tasks`` (the fewest test tasks of a run in the row) and ``flags`` (every flag of its
+    runs), from the ``summary`` rows it was pivoted from."""
+    if table.empty:
+        return table
+    g = summary.groupby(list(index), dropna=False, sort=False)
+    notes = pd.DataFrame({"n_tasks": g["n_tasks"].min(), "flags": g["flags"].agg(union_flags)})
+    out = table.join(notes, how="left")
+    out["flags"] = out["flags"].fillna("")
+    return out
+
+
+def complete_means(summary: pd.DataFrame) -> pd.DataFrame:
+    """``summary`` with the mean of each partial cell (fewer seeds than its sweep ran) set to
+    NaN: the rank statistics then leave its block out instead of ranking a lost seed."""
+    if "n_expected" not in summary.columns:
+        return summary
+    return summary.assign(mean=summary["mean"].where(summary["n_seeds"] >= summary["n_expected"]))
+
+
+def partial_cells(summary: pd.DataFrame, keys: Sequence[str]) -> list[str]:
+    """One line per partial cell of ``summary`` (fewer seeds than its experiment ran
+    elsewhere): its ``keys`` and ``n of expected``; empty when every cell is complete."""
+    if summary.empty or "n_expected" not in summary.columns:
+        return []
+    short = summary[summary["n_seeds"] < summary["n_expected"]]
+    cells = short.drop_duplicates([k for k in keys if k != "metric"])
+    return [
+        " ".join(str(row[k]) for k in keys if k != "metric")
+        + f": {int(row['n_seeds'])} of {int(row['n_expected'])} seeds"
+        for _, row in cells.iterrows()
+    ]
 
 
 def ordered(names: Sequence[str], order: Sequence[str]) -> list[str]:
@@ -174,15 +246,36 @@ def purpose_calls(run: pd.Series | dict, purpose: str) -> float | None:
     return number(dict(run).get(f"{USAGE}{purpose}/calls"))
 
 
+# the columns every report's long table carries per run (:func:`run_ids`): who it is, and what
+# the cell it feeds must say of it (identical seeds, tasks and episodes, flags)
+RUN_COLUMNS = (
+    "experiment",
+    "env",
+    "backbone",
+    "variant",
+    "seed",
+    "fingerprint",
+    "n_tasks",
+    "n_episodes",
+    "flags",
+)
+
+
 def run_ids(run: pd.Series | dict) -> dict[str, Any]:
-    """experiment, env, backbone, variant (``variant_key``, else the method) and seed of one
-    run row: the identifying columns of the reports' long tables."""
+    """The :data:`RUN_COLUMNS` of one run row: experiment, env, backbone, variant
+    (``variant_key``, else the method), seed, and its ``run_fingerprint``, ``n_tasks``,
+    ``n_episodes`` and ``flags``, which :func:`over_seeds` carries into every cell."""
+    fingerprint, flags = run.get("run_fingerprint"), run.get("flags")
     return {
         "experiment": run["experiment"],
         "env": run["env"],
         "backbone": run["backbone"],
         "variant": run.get("variant_key", run["method"]),
         "seed": run["seed"],
+        "fingerprint": fingerprint if isinstance(fingerprint, str) else None,
+        "n_tasks": number(run.get("n_tasks")),
+        "n_episodes": number(run.get("n_episodes")),
+        "flags": flags if isinstance(flags, str) else "",
     }
 
 
@@ -242,15 +335,15 @@ def report_missing(
 
 FLAG_MEANINGS = {
     "capped": "a capped task list (protocol.max_*_tasks)",
+    "stand_in_data": "the env's embedded stand-in data, not the benchmark's official data",
     "non_llm_backbone": "the scripted expert, not an LLM",
+    "not_paper_backbone": "an LLM the paper did not report this table with (report.backbones)",
     "degenerate_memory": "a memory that holds nothing or whose LLM answers mostly fell back",
     "train_test_overlap": "memory acquired on tasks whose id or goal is a test task's",
     "errors": "episodes that ended with an error (server or env failure; n_errors), counted as "
     "failures",
     "timeouts": "episodes cut by protocol.episode_timeout_s (n_timeouts)",
 }
-# flags that describe a paper cell rather than disqualify it (noted, not warned about)
-INFORMATIONAL_FLAGS = frozenset({"train_test_overlap"})
 
 
 def flag_note(runs: pd.DataFrame, paper: str, section: str) -> str | None:
@@ -347,8 +440,31 @@ def save_figure(fig, out_dir: str | Path, name: str) -> Path:
     return path
 
 
-def write_table(df: pd.DataFrame, out_dir: str | Path, name: str) -> Path:
-    """Write ``df`` as ``<name>.csv`` into ``out_dir`` (index kept when it is not a range)."""
+def runs_flags(runs: pd.DataFrame) -> str:
+    """Every flag of ``runs`` (a section's runs), comma-joined: what :func:`write_table` adds to
+    a table computed from them that has no ``flags`` column of its own."""
+    if runs is None or runs.empty or "flags" not in runs.columns:
+        return ""
+    return union_flags(runs["flags"])
+
+
+def write_table(
+    df: pd.DataFrame, out_dir: str | Path, name: str, flags: str | None = None
+) -> Path:
+    """Write ``df`` as ``<name>.csv`` into ``out_dir`` (index kept when it is not a range).
+
+    An exported table carries the flags of the runs behind its numbers (``capped``,
+    ``stand_in_data``, ``errors``, ``not_paper_backbone``, ...; :data:`FLAG_MEANINGS`): its own
+    ``flags`` column (per row, :func:`with_row_notes`, or a summary's), else ``flags`` (the
+    runs' union, :func:`runs_flags`) written as a column on every row. A table with neither is
+    refused: its numbers would leave without what makes them other than a paper cell."""
+    if "flags" not in df.columns:
+        if flags is None:
+            raise ValueError(
+                f"memarena: table {name!r} has no flags column; pass flags=runs_flags(runs) "
+                "(the flags of the runs it was computed from) to write_table"
+            )
+        df = df.assign(flags=flags)
     path = Path(out_dir) / f"{name}.csv"
     path.parent.mkdir(parents=True, exist_ok=True)
     df.to_csv(path, index=not isinstance(df.index, pd.RangeIndex))

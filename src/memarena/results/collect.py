@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,15 @@ DEFAULT_BY = ("experiment", "env", "variant", "backbone")
 DEFAULT_METRICS = ("success_rate", "progress_rate", "avg_steps", "tokens_per_task")
 OPTIONAL_METRICS = ("avg_at_k", "pass_at_k")
 _NO_ABLATION = (None, "", "none")
+# flags that describe a paper cell rather than disqualify it (noted, not warned about): MemCo's
+# PDDL memories are acquired on the test problems, as its released code does
+INFORMATIONAL_FLAGS = frozenset({"train_test_overlap"})
+
+
+def backbone_key(name: object) -> str:
+    """Lower-case letters and digits of a model name without its organisation:
+    ``Qwen/Qwen3-32B``, ``Qwen3-32B``, ``qwen3-32b`` and ``qwen3_32b`` are all ``qwen332b``."""
+    return re.sub(r"[^a-z0-9]", "", str(name).rsplit("/", 1)[-1].lower())
 
 
 def _is_run_dir(path: Path) -> bool:
@@ -138,6 +148,14 @@ def collect(results_dir: str | Path) -> pd.DataFrame:
     return df[first + [c for c in df.columns if c not in first]]
 
 
+def disqualifying_flags(flags: object) -> list[str]:
+    """The flags of a run (a comma-joined string) that make it other than a paper cell
+    (:data:`INFORMATIONAL_FLAGS` aside)."""
+    if not isinstance(flags, str):
+        return []
+    return [f for f in flags.split(",") if f and f != "nan" and f not in INFORMATIONAL_FLAGS]
+
+
 def _check_columns(df: pd.DataFrame, names: Sequence[str], what: str) -> None:
     missing = [c for c in names if c not in df.columns]
     if missing:
@@ -158,20 +176,30 @@ def summary_table(
 ) -> pd.DataFrame:
     """Mean and sample std over seeds of each metric, per ``by`` group.
 
-    Columns: ``by``..., ``n_seeds``, ``n_tasks`` (the fewest test tasks of a seed),
-    ``flags`` (every flag of the group's runs), ``backbone_is_llm`` (when known), then
-    ``<metric>_mean`` and ``<metric>_std`` per metric (std is NaN for a single seed; metrics
-    a run lacks, such as ``avg_at_k`` for k = 1, are left out of its group's mean).
+    Columns: ``by``..., ``n_seeds``, ``n_expected`` (the seeds its experiment ran anywhere: a
+    group with fewer is partial), ``identical`` (its seeds are one run repeated: equal
+    ``run_fingerprint``), ``n_tasks`` (the fewest test tasks of a seed), ``n_episodes`` (the
+    fewest evaluated episodes of a seed), ``flags`` (every flag of the group's runs),
+    ``backbone_is_llm`` (when known), then ``<metric>_mean`` and ``<metric>_std`` per metric
+    (std is NaN for a single seed; metrics a run lacks, such as ``avg_at_k`` for k = 1, are
+    left out of its group's mean).
     """
     metrics = list(metrics) if metrics is not None else default_metrics(df)
     _check_columns(df, metrics, "metrics")
     _check_columns(df, by, "group columns")
     groups = df.groupby(list(by), dropna=False, sort=True)
     out = groups.size().rename("n_seeds").to_frame()
-    if "n_tasks" in df.columns:
-        out["n_tasks"] = groups["n_tasks"].min()
+    out["n_expected"] = expected_seeds(df, groups)
+    out["identical"] = (
+        groups["run_fingerprint"].agg(identical_runs)
+        if "run_fingerprint" in df.columns
+        else False
+    )
+    for count in ("n_tasks", "n_episodes"):
+        if count in df.columns:
+            out[count] = groups[count].min()
     if "flags" in df.columns:
-        out["flags"] = groups["flags"].agg(_union_flags)
+        out["flags"] = groups["flags"].agg(union_flags)
     if "backbone_is_llm" in df.columns and "backbone_is_llm" not in by:
         out["backbone_is_llm"] = groups["backbone_is_llm"].first()
     for m in metrics:
@@ -183,8 +211,26 @@ def summary_table(
     return out.reset_index()
 
 
-def _union_flags(values: pd.Series) -> str:
-    found = {f for v in values.dropna() for f in str(v).split(",") if f}
+def expected_seeds(df: pd.DataFrame, groups: Any) -> pd.Series | int:
+    """Per group of ``df`` (a ``groupby`` of its rows), how many seeds the group should have:
+    the distinct seeds its experiment ran in any group (the sweep's seeds), so a cell whose
+    sweep lost a seed shows ``n=2 of 3``; ``df`` without ``experiment`` / ``seed``: the group
+    sizes."""
+    if not {"experiment", "seed"} <= set(df.columns):
+        return groups.size()
+    per_experiment = df.groupby("experiment", dropna=False)["seed"].nunique()
+    return groups["experiment"].agg(lambda e: int(per_experiment[list(set(e))].max()))
+
+
+def identical_runs(fingerprints: pd.Series) -> bool:
+    """True when two or more runs all have one (known) ``run_fingerprint``."""
+    known = fingerprints.dropna()
+    return len(fingerprints) > 1 and len(known) == len(fingerprints) and known.nunique() == 1
+
+
+def union_flags(values: pd.Series) -> str:
+    """Every flag of ``values`` (comma-joined flag lists), sorted, comma-joined."""
+    found = {f for v in values.dropna() for f in str(v).split(",") if f and f != "nan"}
     return ",".join(sorted(found))
 
 
@@ -192,14 +238,33 @@ def _decimals(x: float, digits: int) -> int:
     return digits if abs(x) < 10 else (1 if abs(x) < 1000 else 0)
 
 
-def format_mean_std(mean: float, std: float, digits: int = 3) -> str:
-    """``"0.412 ± 0.020"``; just the mean for one seed; ``"-"`` when there is no value."""
+def format_mean_std(
+    mean: float,
+    std: float,
+    digits: int = 3,
+    n: int | None = None,
+    expected: int | None = None,
+    identical: bool = False,
+) -> str:
+    """One table cell: ``"0.412 ± 0.020"``, just the mean for one seed, ``"-"`` without a value.
+
+    With ``n`` (the seeds behind it) the cell says so: ``"0.412 ± 0.020 (n=3)"``, and ``"(n=2 of
+    3)"`` when fewer than ``expected`` seeds ran (a partial cell). ``identical``: the seeds were
+    one run repeated (equal ``run_fingerprint``), printed once as ``"0.412 (3 seeds, identical
+    runs)"`` instead of a std of 0."""
     if mean is None or (isinstance(mean, float) and math.isnan(mean)):
         return "-"
     d = _decimals(mean, digits)
-    if std is None or math.isnan(std):
-        return f"{mean:.{d}f}"
-    return f"{mean:.{d}f} ± {std:.{d}f}"
+    text = f"{mean:.{d}f}"
+    n = None if n is None or (isinstance(n, float) and math.isnan(n)) else int(n)
+    if identical and n is not None and n > 1:
+        return f"{text} ({n} seeds, identical runs)"
+    if std is not None and not math.isnan(std):
+        text += f" ± {std:.{d}f}"
+    if n is None:
+        return text
+    wanted = None if expected is None or pd.isna(expected) else int(expected)
+    return f"{text} (n={n} of {wanted})" if wanted and n < wanted else f"{text} (n={n})"
 
 
 def metrics_of(summary: pd.DataFrame) -> list[str]:
@@ -207,13 +272,21 @@ def metrics_of(summary: pd.DataFrame) -> list[str]:
 
 
 def format_summary(summary: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
-    """The summary with each ``<metric>_mean`` / ``_std`` pair as one ``mean ± std`` column."""
+    """The summary with each ``<metric>_mean`` / ``_std`` pair as one cell (:func:`format_mean_std`
+    with the group's seeds: ``mean ± std (n=k)``, a partial cell ``(n=k of m)``, identical
+    seeds printed once)."""
     keep = [c for c in summary.columns if not c.endswith(("_mean", "_std"))]
+    keep = [c for c in keep if c not in ("n_expected", "identical")]
     out = summary[keep].copy()
+    n = summary["n_seeds"] if "n_seeds" in summary else [None] * len(summary)
+    expected = summary["n_expected"] if "n_expected" in summary else [None] * len(summary)
+    same = summary["identical"] if "identical" in summary else [False] * len(summary)
     for m in metrics_of(summary):
         out[m] = [
-            format_mean_std(a, b, digits)
-            for a, b in zip(summary[f"{m}_mean"], summary[f"{m}_std"], strict=True)
+            format_mean_std(a, b, digits, k, e, bool(i))
+            for a, b, k, e, i in zip(
+                summary[f"{m}_mean"], summary[f"{m}_std"], n, expected, same, strict=True
+            )
         ]
     return out
 

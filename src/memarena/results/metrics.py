@@ -44,10 +44,18 @@ Definitions (every evaluated episode counts, errors included, as a failure):
   (ALFWorld: ``valid_seen`` = familiar, ``valid_unseen`` = held-out layouts);
 - ``per_agent``: the same per evaluation view (MemCo: each source-domain agent with its own
   local memory and the shared global memory); the top-level values pool all agents.
+
+:func:`behaviour_fingerprint` (``metrics.json`` ``run_fingerprint``, written by the pipeline)
+is a digest of what the run did and remembered: every counted episode's outcome, memory ids,
+actions, replies and observations, and the memory snapshots. Two seeds of one cell with equal
+fingerprints are one run repeated (a greedy agent over a memory that draws nothing), and the
+tables say so instead of printing "± 0.0".
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import math
 from collections import defaultdict
@@ -142,6 +150,26 @@ def task_interval(records: Sequence[EpisodeRecord]) -> tuple[float, float]:
         by_task[str(r.task_id)].append(bool(r.success))
     means = [sum(v) / len(v) for _, v in sorted(by_task.items())]
     return wilson_ci_over_units(means)
+
+
+def behaviour_fingerprint(
+    records: Sequence[EpisodeRecord | Mapping[str, Any]], memory: Sequence[str] = ()
+) -> str:
+    """sha256 of what a run did: per counted episode (in (task, run, agent) order) its task,
+    run, agent, repetition, outcome, memory ids and every step's action, reply and observation;
+    and ``memory``, the sha256 of each memory snapshot it acquired or ended with. Timings,
+    token counts and the seed itself are left out: equal fingerprints mean identical runs."""
+    recs = sorted({r.key: r for r in as_records(list(records))}.values(), key=_order)
+    episodes = []
+    for r in recs:
+        steps = (r.trajectory or {}).get("steps") or []
+        episodes.append([
+            r.task_id, r.run, r.agent, r.repetition, bool(r.success), float(r.progress),
+            int(r.steps), r.status, list(r.memory_ids),
+            [[s.get("action"), s.get("raw_output"), s.get("observation")] for s in steps],
+        ])  # fmt: skip
+    blob = json.dumps({"episodes": episodes, "memory": list(memory)}, sort_keys=True)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
 def memory_costs(

@@ -103,7 +103,7 @@ class AlfWorldEnv(Env):
         require_data: bool = False,
     ) -> None:
         self.name = str(name)
-        check_official_data(
+        self.stand_in = check_official_data(
             bool(require_data), data_path not in (None, "", "null"), "alfworld",
             "set ALFWORLD_DATA or env.data_path to the folder holding json_2.1.1/",
             "alfworld_suite",

@@ -107,7 +107,7 @@ class AppWorldEnv(Env):
         self.root = None if root in (None, "", "null") else str(Path(str(root)).expanduser())
         if not isinstance(require_data, bool):
             raise ConfigError(f"memarena: env.require_data={require_data!r} must be true or false.")
-        check_official_data(
+        self.stand_in = check_official_data(
             require_data, self.root is not None, "appworld",
             "set env.root (or APPWORLD_ROOT) to an AppWorld root holding data/ "
             "(`appworld download data`)", "appworld_smoke",

@@ -140,7 +140,7 @@ class PDDLEnv(Env):
         require_data: bool = False,
     ) -> None:
         self.name = str(name)
-        check_official_data(
+        self.stand_in = check_official_data(
             bool(require_data), problems_dir not in (None, ""), "pddl",
             "set env.problems_dir to AgentBoard's PDDL folder (<dir>/<domain>.pddl and "
             "<dir>/<domain>/*.pddl)", "pddl_generated",

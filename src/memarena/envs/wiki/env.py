@@ -86,7 +86,7 @@ class WikiQAEnv(Env):
         require_data: bool = False,
     ) -> None:
         self.step_budget = check_step_budget(step_budget)
-        check_official_data(
+        self.stand_in = check_official_data(
             bool(require_data), dataset != "smoke", self.env,
             f"choose env.dataset ({', '.join(d for d in self.datasets if d != 'smoke')}) and "
             "a real Wikipedia (env/wiki=live, local or replay)", f"{self.env}_smoke",

@@ -28,21 +28,26 @@ from pathlib import Path
 import pandas as pd
 
 from memarena.reports.common import (  # noqa: F401  (re-exported for the notebook)
+    RUN_COLUMNS,
+    cell_texts,
     check_section,
+    complete_means,
     number,
     ordered,
     over_seeds,
+    partial_cells,
     purpose_tokens,
     run_ids,
+    runs_flags,
     save_figure,
     section_commands,
     section_runs,
+    with_row_notes,
     write_table,
 )
 from memarena.reports.common import (
     report_missing as _report_missing,
 )
-from memarena.results.collect import format_mean_std
 from memarena.results.stats import appendix_h
 from memarena.results.store import RUN_INFO
 
@@ -106,7 +111,7 @@ def report_missing(runs: pd.DataFrame, conf_dir: str | Path | None = None) -> bo
 
 def long_metrics(runs: pd.DataFrame) -> pd.DataFrame:
     """One row per run x metric: :data:`SCORES` and the costs (:data:`COST`)."""
-    cols = ["experiment", "env", "backbone", "variant", "seed", "metric", "value"]
+    cols = [*RUN_COLUMNS, "metric", "value"]
     rows = []
     for _, run in runs.iterrows():
         ids = run_ids(run)
@@ -133,55 +138,85 @@ def _env_order(envs: Sequence[str]) -> list[str]:
 
 
 def main_table(summary: pd.DataFrame, metric: str = "success") -> pd.DataFrame:
-    """Rows (backbone, env), columns methods (:data:`METHOD_ORDER` first), ``mean ± std``
-    over seeds of ``metric``; "-" where a method has no run."""
+    """Rows (backbone, env), columns methods (:data:`METHOD_ORDER` first), ``mean ± std (n=k)``
+    over seeds of ``metric`` (``n=k of m`` where the sweep lost seeds, identical seeds printed
+    once); "-" where a method has no run; each row's ``n_tasks`` and ``flags``."""
     sub = summary[summary["metric"] == metric].copy()
     if sub.empty:
         return pd.DataFrame()
-    sub["cell"] = [format_mean_std(m, s, 1) for m, s in zip(sub["mean"], sub["std"], strict=True)]
+    sub["cell"] = cell_texts(sub, 1)
     table = sub.pivot_table(
         index=["backbone", "env"], columns="variant", values="cell", aggfunc="first"
     )
     rows = [(b, e) for b in sorted(set(sub["backbone"])) for e in _env_order(list(set(sub["env"])))]
     table = table.reindex([r for r in rows if r in table.index])
-    return table[ordered(list(table.columns), METHOD_ORDER)].fillna("-")
+    table = table[ordered(list(table.columns), METHOD_ORDER)].fillna("-")
+    return with_row_notes(table, sub, ["backbone", "env"])
 
 
 def blocks(summary: pd.DataFrame, metric: str) -> pd.DataFrame:
-    """Blocks ("backbone|env") x methods table of ``metric`` means over seeds."""
+    """Blocks ("backbone|env") x methods table of ``metric`` means over seeds; a cell with
+    fewer seeds than its sweep ran (partial) is NaN, so the statistics leave its block out."""
     sub = summary[summary["metric"] == metric]
     if sub.empty:
         return pd.DataFrame()
-    table = sub.pivot_table(index=["backbone", "env"], columns="variant", values="mean")
+    table = complete_means(sub).pivot_table(
+        index=["backbone", "env"], columns="variant", values="mean", dropna=False
+    )
     table.index = [f"{b}|{e}" for b, e in table.index]
     return table[ordered(list(table.columns), METHOD_ORDER)]
 
 
+def left_out(summary: pd.DataFrame, metric: str = "success") -> list[str]:
+    """Why each (backbone, env) block the statistics leave out is incomplete: the methods
+    without a run there, and the methods with fewer seeds than the sweep ran."""
+    sub = summary[summary["metric"] == metric]
+    if sub.empty:
+        return []
+    methods = ordered(list(set(sub["variant"])), METHOD_ORDER)
+    lines = []
+    for (backbone, env), grp in sub.groupby(["backbone", "env"], sort=True):
+        missing = [m for m in methods if m not in set(grp["variant"])]
+        partial = [
+            f"{row['variant']} ({int(row['n_seeds'])} of {int(row['n_expected'])} seeds)"
+            for _, row in grp.iterrows()
+            if row["n_seeds"] < row["n_expected"]
+        ]
+        why = ([f"no run of {', '.join(missing)}"] if missing else []) + (
+            [f"partial: {', '.join(partial)}"] if partial else []
+        )
+        if why:
+            lines.append(f"{backbone}|{env}: " + "; ".join(why))
+    return lines
+
+
 def statistics(summary: pd.DataFrame, control: str | None = None) -> dict[str, object]:
     """Average ranks, Friedman / Iman-Davenport and Holm-corrected exact Wilcoxon tests on the
-    success (higher is better) and steps (lower is better) blocks.
+    success (higher is better) and steps (lower is better) blocks, over complete blocks only:
+    every method has a run there with every seed of its sweep (:func:`blocks`).
 
     ``control`` (default: the method with the best average success rank) is compared with every
-    other method. Returns ``{"control", "ranks", "omnibus", "paired", "n_blocks"}``; ValueError
-    when fewer than two methods share a complete block."""
+    other method. Returns ``{"control", "ranks", "omnibus", "paired", "n_blocks", "left_out"}``
+    (``left_out``: :func:`left_out`, one line per block not used); ValueError when fewer than
+    two methods share a complete block."""
     acc, steps = blocks(summary, "success"), blocks(summary, "steps")
     complete = acc.dropna(axis=0, how="any")
     if complete.shape[1] < 2 or complete.empty:
         raise ValueError(
             "cross-paper statistics need at least two methods with a success rate on a common "
-            f"(backbone, env) block; have methods {list(acc.columns)} on {len(complete)} "
-            "complete blocks"
+            f"complete (backbone, env) block; have methods {list(acc.columns)} on "
+            f"{len(complete)} complete blocks. Incomplete: {'; '.join(left_out(summary)) or '-'}"
         )
     if control is None:
         ranks = complete.rank(axis=1, ascending=False, method="average").mean(axis=0)
         control = str(ranks.idxmin())
     out = appendix_h(acc, None if steps.empty else steps, control=control)
-    return {**out, "control": control, "n_blocks": len(complete)}
+    return {**out, "control": control, "n_blocks": len(complete), "left_out": left_out(summary)}
 
 
 def cost_table(summary: pd.DataFrame) -> pd.DataFrame:
-    """Per backbone and method: the mean over envs of each cost (:data:`COST`), and the envs
-    it covers."""
+    """Per backbone and method: the mean over envs of each cost (:data:`COST`), the envs it
+    covers, and the rows' ``n_tasks`` and ``flags``."""
     sub = summary[summary["metric"].isin(COST)]
     if sub.empty:
         return pd.DataFrame()
@@ -190,5 +225,6 @@ def cost_table(summary: pd.DataFrame) -> pd.DataFrame:
     )
     table["n_envs"] = sub.groupby(["backbone", "variant"])["env"].nunique()
     table = table[[c for c in (*COST, "n_envs") if c in table.columns]]
+    table = with_row_notes(table, sub, ["backbone", "variant"])
     order = ordered(list(table.index.get_level_values("variant").unique()), METHOD_ORDER)
     return table.sort_index(level="variant", key=lambda s: s.map(order.index))

@@ -36,24 +36,28 @@ from typing import Any
 import pandas as pd
 
 from memarena.reports.common import (  # noqa: F401  (re-exported for the notebook)
+    RUN_COLUMNS,
     backbone_key,
+    cell_texts,
     check_section,
     mean_bars,
     of_setting,
     over_seeds,
+    partial_cells,
     purpose_tokens,
     run_ids,
+    runs_flags,
     save_figure,
     section_commands,
     section_runs,
     variant_key,
+    with_row_notes,
     write_table,
 )
 from memarena.reports.common import number as _num
 from memarena.reports.common import ordered as _order
 from memarena.reports.common import report_missing as _report_missing
 from memarena.reports.paper import paper_numbers
-from memarena.results.collect import format_mean_std
 
 __all__ = ["backbone_key", "variant_key", "write_table"]  # re-exported for the notebook
 
@@ -130,7 +134,7 @@ def long_metrics(runs: pd.DataFrame) -> pd.DataFrame:
     all tokens, ``tokens_per_task`` x ``n_episodes``) and, where the run's metrics.json has
     ``memory_token_usage`` per purpose, ``controller_token_share_pct`` (purposes whose name
     contains ``controller`` / all purposes)."""
-    cols = ["experiment", "env", "setting", "backbone", "variant", "seed", "metric", "value"]
+    cols = [*RUN_COLUMNS, "setting", "metric", "value"]
     if runs.empty:
         return pd.DataFrame(columns=cols)
     rows = []
@@ -169,10 +173,6 @@ def paper_rows(tables: Sequence[str]) -> pd.DataFrame:
     return paper[paper["table"].isin(list(tables))].reset_index(drop=True)
 
 
-def _cell(mean: float, std: float) -> str:
-    return format_mean_std(mean, std, 2)
-
-
 def table1(summary: pd.DataFrame) -> pd.DataFrame:
     """Table 1 layout: rows (backbone, setting, metric), columns methods, ``mean ± std``."""
     if summary.empty:
@@ -180,11 +180,11 @@ def table1(summary: pd.DataFrame) -> pd.DataFrame:
     sub = summary[summary["metric"].isin(["progress", "em"])].copy()
     if sub.empty:
         return pd.DataFrame()
-    sub["cell"] = [_cell(m, s) for m, s in zip(sub["mean"], sub["std"], strict=True)]
-    table = sub.pivot_table(
-        index=["backbone", "setting", "metric"], columns="variant", values="cell", aggfunc="first"
-    )
+    sub["cell"] = cell_texts(sub, 2)
+    index = ["backbone", "setting", "metric"]
+    table = sub.pivot_table(index=index, columns="variant", values="cell", aggfunc="first")
     table = table[_order(list(table.columns), METHOD_ORDER)].fillna("-")
+    table = with_row_notes(table, sub, index)
     table.columns.name = None
     return table.reset_index()
 
@@ -344,17 +344,18 @@ def fig3_beside_paper(summary: pd.DataFrame) -> pd.DataFrame:
     paper = paper[paper["metric"].isin(["progress", "em"])]
     paper = paper.rename(columns={"value": "paper", "backbone": "paper_backbone"})
     paper = paper[["setting", "bkey", "paper_backbone", "variant", "metric", "paper"]]
+    mine = ["setting", "bkey", "backbone", "variant", "metric", "ours", "mean", "n_seeds",
+            "n_tasks", "flags"]  # fmt: skip
     if summary.empty:
-        ours = pd.DataFrame(
-            columns=["setting", "bkey", "backbone", "variant", "metric", "ours", "mean", "n_seeds"]
-        )
+        ours = pd.DataFrame(columns=[*mine])
     else:
         ours = summary[summary["metric"].isin(["progress", "em"])].copy()
-        ours["ours"] = [_cell(m, s) for m, s in zip(ours["mean"], ours["std"], strict=True)]
+        ours["ours"] = cell_texts(ours, 2)
         ours["bkey"] = ours["backbone"].map(backbone_key)
-        ours = ours[["setting", "bkey", "backbone", "variant", "metric", "ours", "mean", "n_seeds"]]
+        ours = ours[mine]
     out = ours.merge(paper, on=["setting", "bkey", "variant", "metric"], how="outer")
     out["ours"] = out["ours"].fillna("-")
+    out["flags"] = out["flags"].fillna("")
     out["backbone"] = out["backbone"].fillna("-")
     out["n_seeds"] = out["n_seeds"].fillna(0).astype(int)
     out = out.drop(columns="bkey")

@@ -30,22 +30,27 @@ from pathlib import Path
 import pandas as pd
 
 from memarena.reports.common import (  # noqa: F401  (re-exported for the notebook)
+    RUN_COLUMNS,
     backbone_key,
+    cell_texts,
     check_section,
+    complete_means,
     mean_bars,
     mean_line,
     of_setting,
     over_seeds,
+    partial_cells,
     run_ids,
+    runs_flags,
     save_figure,
     section_commands,
     section_runs,
     variant_key,
+    with_row_notes,
     write_table,
 )
 from memarena.reports.common import report_missing as _report_missing
 from memarena.reports.paper import paper_numbers
-from memarena.results.collect import format_mean_std
 
 PAPER = "memco"
 # the report sections a run's config may declare (report.tables): the main Tables 1, 3, 4 (Table
@@ -134,17 +139,7 @@ def long_metrics(runs: pd.DataFrame) -> pd.DataFrame:
     """One row per run x setting x metric: accuracy / progress (%), steps, tokens_per_task,
     memory-cost metrics (:data:`MEMORY_COST`); runs with ``per_split/valid_seen`` /
     ``valid_unseen`` (ALFWorld) add their familiar / held-out settings."""
-    cols = [
-        "experiment",
-        "env",
-        "setting",
-        "backbone",
-        "variant",
-        "seed",
-        "step_budget",
-        "metric",
-        "value",
-    ]
+    cols = [*RUN_COLUMNS, "setting", "step_budget", "metric", "value"]
     if runs.empty:
         return pd.DataFrame(columns=cols)
     rows = []
@@ -200,9 +195,7 @@ def beside_paper(
     if ours.empty:
         out = paper.assign(backbone="-", ours="-", n_seeds=0)
     else:
-        ours["ours"] = [
-            format_mean_std(m, s, 2) for m, s in zip(ours["mean"], ours["std"], strict=True)
-        ]
+        ours["ours"] = cell_texts(ours, 2)
         keys = ["setting", "variant", "metric"]
         if match_backbone:
             ours["bkey"] = ours["backbone"].map(backbone_key)
@@ -212,6 +205,7 @@ def beside_paper(
         out["ours"] = out["ours"].fillna("-")
         out["backbone"] = out["backbone"].fillna("-")
         out["n_seeds"] = out["n_seeds"].fillna(0).astype(int)
+        out["flags"] = out["flags"].fillna("")
     cols = [
         c
         for c in (
@@ -222,6 +216,8 @@ def beside_paper(
             "metric",
             "ours",
             "n_seeds",
+            "n_tasks",
+            "flags",
             "paper",
             "paper_backbone",
         )
@@ -242,11 +238,11 @@ def main_table(
     if summary.empty:
         return pd.DataFrame()
     sub = summary[summary["metric"].isin(list(metrics))].copy()
-    sub["cell"] = [format_mean_std(m, s, 2) for m, s in zip(sub["mean"], sub["std"], strict=True)]
-    table = sub.pivot_table(
-        index=["backbone", "setting", "metric"], columns="variant", values="cell", aggfunc="first"
-    )
-    return table[_method_order(list(table.columns))].fillna("-")
+    sub["cell"] = cell_texts(sub, 2)
+    index = ["backbone", "setting", "metric"]
+    table = sub.pivot_table(index=index, columns="variant", values="cell", aggfunc="first")
+    table = table[_method_order(list(table.columns))].fillna("-")
+    return with_row_notes(table, sub, index)
 
 
 def relative_gains(summary: pd.DataFrame, control: str = "memco") -> pd.DataFrame:
@@ -279,7 +275,8 @@ def relative_gains(summary: pd.DataFrame, control: str = "memco") -> pd.DataFram
 def blocks(
     summary: pd.DataFrame, metric: str, settings: Sequence[str] | None = None
 ) -> pd.DataFrame:
-    """Blocks (backbone|setting) x methods table of ``metric`` means for Appendix H.
+    """Blocks (backbone|setting) x methods table of ``metric`` means for Appendix H; a partial
+    cell (fewer seeds than its sweep ran) is NaN, so the analysis leaves its block out.
 
     ``settings`` default: every setting of ``summary`` except a pooled one whose familiar /
     held-out parts are there too (the paper's blocks: FEVER, PDDL, ALFWorld familiar and
@@ -291,7 +288,9 @@ def blocks(
     sub = sub[sub["setting"].isin(list(settings))]
     if sub.empty:
         return pd.DataFrame()
-    table = sub.pivot_table(index=["backbone", "setting"], columns="variant", values="mean")
+    table = complete_means(sub).pivot_table(
+        index=["backbone", "setting"], columns="variant", values="mean", dropna=False
+    )
     table.index = [f"{b}|{s}" for b, s in table.index]
     return table[_method_order(list(table.columns))]
 

@@ -34,6 +34,7 @@ import pandas as pd
 import yaml
 
 from memarena.reports.common import (  # noqa: F401  (re-exported for the notebook)
+    RUN_COLUMNS,
     backbone_key,
     check_section,
     mean_bars,
@@ -43,6 +44,7 @@ from memarena.reports.common import (  # noqa: F401  (re-exported for the notebo
     purpose_calls,
     purpose_tokens,
     run_ids,
+    runs_flags,
     save_figure,
     section_commands,
     section_runs,
@@ -52,7 +54,7 @@ from memarena.reports.common import (  # noqa: F401  (re-exported for the notebo
 from memarena.reports.common import report_missing as _report_missing
 from memarena.reports.paper import paper_numbers
 from memarena.reports.reme import failure_labels as fl
-from memarena.results.collect import read_episodes
+from memarena.results.collect import expected_seeds, read_episodes, union_flags
 from memarena.results.metrics import compute_metrics
 from memarena.results.records import EpisodeRecord, latest
 
@@ -167,7 +169,7 @@ def _repetitions(run: pd.Series | dict) -> list[tuple[float, float]]:
 def long_metrics(runs: pd.DataFrame) -> pd.DataFrame:
     """One row per run x repetition x metric: ``avg_at_<k>`` and ``pass_at_<k>`` in percent,
     plus (repetition NaN) ``success_rate`` / ``progress_rate`` (%) and ``avg_steps``."""
-    cols = ["experiment", "env", "backbone", "variant", "seed", "repetition", "metric", "value"]
+    cols = [*RUN_COLUMNS, "repetition", "metric", "value"]
     if runs.empty:
         return pd.DataFrame(columns=cols)
     rows = []
@@ -187,27 +189,42 @@ def long_metrics(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def summarize(long: pd.DataFrame) -> pd.DataFrame:
-    """Mean, population std (NaN for one value), number of values and of seeds per env,
+    """Mean, population std (NaN for one value), number of values and of seeds (and the seeds
+    its sweep ran, ``n_expected``), the fewest test tasks of a run and the runs' flags per env,
     backbone, variant and metric."""
     by = ["env", "backbone", "variant", "metric"]
-    cols = [*by, "mean", "std", "n", "n_seeds"]
+    cols = [*by, "mean", "std", "n", "n_seeds", "n_expected", "n_tasks", "flags"]
     if long.empty:
         return pd.DataFrame(columns=cols)
     g = long.groupby(by, dropna=False, sort=True)
     out = g["value"].agg(mean="mean", std=lambda v: v.std(ddof=0), n="count")
     out["n_seeds"] = g["seed"].nunique()
+    out["n_expected"] = expected_seeds(long, g)
+    out["n_tasks"] = g["n_tasks"].min()
+    out["flags"] = g["flags"].agg(union_flags)
     out.loc[out["n"] < 2, "std"] = math.nan
     return out.reset_index()[cols]
 
 
-def cell(mean: float | None, std: float | None = None) -> str:
+def cell(
+    mean: float | None, std: float | None = None, n: int | None = None, seeds: str = ""
+) -> str:
     """``"44.50 ± 0.85"`` (the paper's format), just the mean without a std, ``"not run"``
-    without a mean."""
+    without a mean; with ``n`` (the values behind it: repetitions x seeds) ``"44.50 ± 0.85
+    (n=3)"``, and ``seeds`` (``"2 of 3 seeds"``) said where a sweep lost seeds."""
     if mean is None or pd.isna(mean):
         return NOT_RUN
-    if std is None or pd.isna(std):
-        return f"{mean:.2f}"
-    return f"{mean:.2f} ± {std:.2f}"
+    text = f"{mean:.2f}" if std is None or pd.isna(std) else f"{mean:.2f} ± {std:.2f}"
+    if n is None or pd.isna(n):
+        return text
+    return f"{text} (n={int(n)}{'; ' + seeds if seeds else ''})"
+
+
+def _seeds_note(n_seeds: object, expected: object) -> str:
+    """``"2 of 3 seeds"`` when fewer seeds ran than the sweep's, else ``""``."""
+    if pd.isna(n_seeds) or pd.isna(expected) or int(n_seeds) >= int(expected):
+        return ""
+    return f"{int(n_seeds)} of {int(expected)} seeds"
 
 
 def paper_rows(tables: Sequence[str]) -> pd.DataFrame:
@@ -226,20 +243,21 @@ def natural(text: object) -> list:
 
 def _stats(summary: pd.DataFrame) -> dict[tuple, tuple[float, float]]:
     """(bkey, env, variant, metric) -> (mean, std) of ``summary``."""
+    return {k: v[:2] for k, v in _cells(summary).items()}
+
+
+def _cells(summary: pd.DataFrame) -> dict[tuple, tuple[float, float, int | None, str, str]]:
+    """(bkey, env, variant, metric) -> (mean, std, n, seeds note, flags) of ``summary``."""
     if summary.empty:
         return {}
-    return {
-        (backbone_key(b), e, v, m): (mean, std)
-        for b, e, v, m, mean, std in zip(
-            summary["backbone"],
-            summary["env"],
-            summary["variant"],
-            summary["metric"],
-            summary["mean"],
-            summary["std"],
-            strict=True,
-        )
-    }
+    out = {}
+    for _, row in summary.iterrows():
+        key = (backbone_key(row["backbone"]), row["env"], row["variant"], row["metric"])
+        note = _seeds_note(row.get("n_seeds"), row.get("n_expected", math.nan))
+        flags = row.get("flags")
+        out[key] = (row["mean"], row["std"], row.get("n"), note,
+                    flags if isinstance(flags, str) else "")  # fmt: skip
+    return out
 
 
 def beside_paper(
@@ -264,6 +282,7 @@ def beside_paper(
     }
     models = dict(zip(paper["bkey"], paper["backbone"], strict=True))
     ours = _stats(summary)
+    full = _cells(summary)
     keys = list(dict.fromkeys(zip(paper["bkey"], paper["variant"], strict=True)))
     wanted = TABLE_VARIANTS[table]
     if not summary.empty:
@@ -287,12 +306,16 @@ def beside_paper(
             "variant": variant,
             "method": labels.get(variant, variant),
         }
+        flags: list[str] = []
         for setting in settings:
             prefix = "" if len(settings) == 1 else f"{SETTING_LABELS.get(setting, setting)} "
             for metric in METRICS:
                 name = prefix + METRIC_LABELS[metric]
-                mean, std = ours.get((bkey, setting, variant, metric), (None, None))
-                row[f"{name} ours"] = cell(mean, std)
+                mean, std, n, note, cell_flags = full.get(
+                    (bkey, setting, variant, metric), (None, None, None, "", "")
+                )
+                flags.append(cell_flags)
+                row[f"{name} ours"] = cell(mean, std, n, note)
                 row[f"{name} paper"] = cell(
                     pvals.get((bkey, setting, variant, metric)),
                     pvals.get((bkey, setting, variant, metric + "_std")),
@@ -306,6 +329,7 @@ def beside_paper(
                 row[f"{name} Δ paper"] = pvals.get(
                     (bkey, setting, variant, f"{metric}_{suffix}"), math.nan
                 )
+        row["flags"] = union_flags(pd.Series(flags, dtype=object))
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -323,14 +347,17 @@ def with_average(
     if not set(parts) <= set(means.columns):
         return summary
     means = means[list(parts)].dropna()
-    seeds = sub.groupby(["backbone", "variant", "metric"])["n_seeds"].min()
+    g = sub.groupby(["backbone", "variant", "metric"])
     avg = pd.DataFrame(
         {
             "env": "avg",
             "mean": means.mean(axis=1),
             "std": math.nan,
-            "n": len(parts),
-            "n_seeds": seeds.reindex(means.index),
+            "n": math.nan,  # a mean of benchmark means, no std (printed without an n)
+            "n_seeds": g["n_seeds"].min().reindex(means.index),
+            "n_expected": g["n_expected"].max().reindex(means.index),
+            "n_tasks": g["n_tasks"].sum().reindex(means.index),
+            "flags": g["flags"].agg(union_flags).reindex(means.index),
         }
     ).reset_index()
     return pd.concat([summary, avg[summary.columns]], ignore_index=True)
@@ -383,7 +410,8 @@ def fig4_table(summary: pd.DataFrame) -> pd.DataFrame:
     """Figure 4's values: one row per backbone and K with our Avg@4 and Pass@4 (mean ± std)
     and the paper's K = 5 point (its Table 1 ReMe (fixed) BFCL-V3 cell, K = 5 in the main
     experiments); the curve itself is not in the text."""
-    cols = ["backbone", "K", "Avg@4 ours", "Pass@4 ours", "Avg@4 paper", "Pass@4 paper", "n"]
+    cols = ["backbone", "K", "Avg@4 ours", "Pass@4 ours", "Avg@4 paper", "Pass@4 paper", "n",
+            "flags"]  # fmt: skip
     rows = []
     if not summary.empty:
         sub = summary[summary["metric"].isin(METRICS)].copy()
@@ -391,11 +419,14 @@ def fig4_table(summary: pd.DataFrame) -> pd.DataFrame:
         sub = sub.dropna(subset=["K"])
         for (backbone, k), grp in sub.groupby(["backbone", "K"]):
             g = grp.set_index("metric")
-            row = {"backbone": backbone, "K": int(k), "n": int(g["n"].max())}
+            row = {"backbone": backbone, "K": int(k), "n": int(g["n"].max()),
+                   "flags": union_flags(g["flags"])}  # fmt: skip
             for metric in METRICS:
                 ok = metric in g.index
                 row[f"{METRIC_LABELS[metric]} ours"] = (
-                    cell(g.loc[metric, "mean"], g.loc[metric, "std"]) if ok else NOT_RUN
+                    cell(g.loc[metric, "mean"], g.loc[metric, "std"], g.loc[metric, "n"])
+                    if ok
+                    else NOT_RUN
                 )
             rows.append(row)
     paper = paper_rows(["table1"])
@@ -404,7 +435,7 @@ def fig4_table(summary: pd.DataFrame) -> pd.DataFrame:
         pv = grp.set_index("metric")["value"]
         hit = [r for r in rows if backbone_key(r["backbone"]) == bkey and r["K"] == 5]
         if not hit:
-            hit = [{"backbone": grp["backbone"].iloc[0], "K": 5, "n": 0}]
+            hit = [{"backbone": grp["backbone"].iloc[0], "K": 5, "n": 0, "flags": ""}]
             hit[0].update({f"{METRIC_LABELS[m]} ours": NOT_RUN for m in METRICS})
             rows.append(hit[0])
         for metric in METRICS:
@@ -784,12 +815,14 @@ def cost_table(runs: pd.DataFrame) -> pd.DataFrame:
             row[f"calls/{purpose}"] = purpose_calls(run, purpose)
         rows.append(row)
     df = pd.DataFrame(rows)
-    values = [c for c in df.columns if c not in [*by, "seed", "experiment"]]
+    values = [c for c in df.columns if c not in [*by, "seed", "experiment", "fingerprint", "flags"]]
     df[values] = df[values].apply(pd.to_numeric, errors="coerce")
     g = df.groupby(by, sort=True)
     out = g[values].mean()
     out.insert(0, "n_seeds", g["seed"].nunique())
-    out = out.dropna(axis=1, how="all").reset_index()
+    out = out.dropna(axis=1, how="all")
+    out["flags"] = g["flags"].agg(union_flags)
+    out = out.reset_index()
     order = {"none": 0, "reme": 1, "dynamic": 2, "dynamic_memarena": 3}
     out["_o"] = out["variant"].map(order).fillna(4)
     return out.sort_values(["env", "backbone", "_o", "variant"]).drop(columns="_o")
@@ -798,7 +831,8 @@ def cost_table(runs: pd.DataFrame) -> pd.DataFrame:
 def other_benchmarks(summary: pd.DataFrame) -> pd.DataFrame:
     """No Memory vs ReMe on PDDL / ALFWorld / ScienceWorld: success and progress rate (%) and
     steps, mean ± population std over seeds, and ReMe's gain in points."""
-    cols = ["env", "backbone", "variant", "success_rate", "progress_rate", "avg_steps", "n_seeds"]
+    cols = ["env", "backbone", "variant", "success_rate", "progress_rate", "avg_steps", "n_seeds",
+            "flags"]  # fmt: skip
     if summary.empty:
         return pd.DataFrame(columns=[*cols, "success_gain_pp"])
     sub = summary[summary["metric"].isin(cols)]
@@ -807,8 +841,9 @@ def other_benchmarks(summary: pd.DataFrame) -> pd.DataFrame:
         g = grp.set_index("metric")
         row = {"env": env, "backbone": backbone, "variant": variant}
         for m in ("success_rate", "progress_rate", "avg_steps"):
-            row[m] = cell(g.loc[m, "mean"], g.loc[m, "std"]) if m in g.index else "-"
+            row[m] = cell(g.loc[m, "mean"], g.loc[m, "std"], g.loc[m, "n"]) if m in g.index else "-"
         row["n_seeds"] = int(g["n_seeds"].max())
+        row["flags"] = union_flags(g["flags"])
         means = sub[
             (sub["env"] == env) & (sub["backbone"] == backbone) & (sub["metric"] == "success_rate")
         ].set_index("variant")["mean"]
