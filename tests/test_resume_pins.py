@@ -201,3 +201,38 @@ def test_a_run_outside_a_git_checkout_is_never_refused(tmp_path):
     store = _store_with_records(tmp_path / "b", {"git_commit": "c" * 40})
     store.begin_invocation(outside)
     assert len(store.read_json("run_info.json")["invocations"]) == 2
+
+
+def _git_checkout(root: Path) -> None:
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
+
+    (root / "src").mkdir(parents=True)
+    (root / "conf").mkdir()
+    (root / "src" / "method.py").write_text("K = 1\n")
+    (root / "conf" / "method.yaml").write_text("k: 1\n")
+    git("init", "-q")
+    git("add", "-A")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init")
+
+
+def test_an_untracked_method_file_is_part_of_the_code_identity(tmp_path):
+    """A method added as docs/extending.md describes, not yet committed: the tree is dirty,
+    the file's content is in the diff hash (so editing it between resumes is a code change),
+    and an untracked file outside src/ and conf/ changes nothing."""
+    from memarena.pipeline.identity import _git
+
+    _git_checkout(tmp_path)
+    clean = _git(tmp_path)
+    assert clean["git_dirty"] is False and clean["git_diff_sha256"] is None
+    (tmp_path / "notes.txt").write_text("not code\n")
+    assert _git(tmp_path) == clean
+    new = tmp_path / "src" / "my_method.py"
+    new.write_text("class MyMethod: k = 1\n")
+    added = _git(tmp_path)
+    assert added["git_dirty"] is True and added["git_diff_sha256"]
+    assert added["git_untracked"] == ["src/my_method.py"]
+    new.write_text("class MyMethod: k = 2\n")
+    edited = _git(tmp_path)
+    assert edited["git_diff_sha256"] != added["git_diff_sha256"]
+    assert code_change(added, edited) is not None  # a resume would be refused

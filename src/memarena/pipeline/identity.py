@@ -12,7 +12,8 @@
   adds the sha256 of that snapshot's ``memory.json`` to its identity, so a resume after that run
   was redone (other memory behind the same path) is refused naming the snapshot.
 - :func:`run_info`: the code (git commit, dirty tree, and the sha256 of the uncommitted changes
-  to ``src/`` and ``conf/``), the packages that matter, the host and the Python, for
+  to ``src/`` and ``conf/``, untracked files there included: ``git_untracked`` names them), the
+  packages that matter, the host and the Python, for
   ``run_info.json``. A resume on other code is refused unless ``protocol.allow_code_change``
   (:meth:`~memarena.results.store.RunStore.begin_invocation`).
 """
@@ -163,11 +164,27 @@ def _git(root: Path) -> dict[str, Any]:
 
     commit = git("rev-parse", "HEAD")
     status = git("status", "--porcelain", "--untracked-files=no") if commit else None
-    # what "the same code" means on a dirty tree: the commit and the uncommitted changes to the
-    # tracked files that make results (src/, conf/; tests, docs and untracked files not seen)
+    # new files that make results: a method or config added as docs/extending.md describes,
+    # not yet committed (git-ignored files, tests and docs aside)
+    untracked = (
+        git("ls-files", "--others", "--exclude-standard", "-z", "--", *CODE_PATHS)
+        if commit
+        else None
+    )
+    new_files = sorted(f for f in (untracked or "").split("\0") if f)
+    # what "the same code" means on a dirty tree: the commit, the uncommitted changes to the
+    # tracked files that make results (src/, conf/) and the content of the untracked ones there
     diff = git("diff", "HEAD", "--no-ext-diff", "--binary", "--", *CODE_PATHS) if status else None
+    digest = hashlib.sha256((diff or "").encode())
+    for name in new_files:
+        digest.update(f"\0untracked\0{name}\0".encode())
+        try:
+            digest.update((root / name).read_bytes())
+        except OSError:  # removed since git listed it
+            continue
     return {
         "git_commit": commit,
-        "git_dirty": bool(status) if status is not None else None,
-        "git_diff_sha256": hashlib.sha256(diff.encode()).hexdigest() if diff else None,
+        "git_dirty": bool(status) or bool(new_files) if status is not None else None,
+        "git_diff_sha256": digest.hexdigest() if diff or new_files else None,
+        **({"git_untracked": new_files} if new_files else {}),
     }
