@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import ROOT, run_py
+from conftest import ROOT, compose_cfg, run_py
 from memarena.core import ConfigError
 from memarena.memory.vectors import embedder_identity, pack, stored_matches
 from memarena.results.store import SNAPSHOT_PIN, RunStore, code_change
@@ -47,13 +47,13 @@ def test_a_resume_after_its_snapshot_was_redone_is_refused_naming_the_snapshot(t
     memory = _run_dir(tmp_path, "acq") / "memory"
     first = _sha256(memory / "memory.json")
     evaluate = [*MEMCO, "experiment_name=eval", "protocol.snapshot_from=acq",
-                f"paths.results_dir={tmp_path}"]  # fmt: skip
+                "protocol.max_train_tasks=4", f"paths.results_dir={tmp_path}"]  # fmt: skip
     _ok(run_py(evaluate))
     run_dir = _run_dir(tmp_path, "eval")
     _ok(run_py(evaluate))  # the same snapshot: the resume goes on
 
-    # the snapshot's run is redone (other train tasks): other memory behind the same name
-    _ok(run_py([*acquire, "protocol.max_train_tasks=2", "protocol.resume=false"]))
+    # the snapshot's run is redone (other train problems): other memory behind the same name
+    _ok(run_py([*acquire, "protocol.max_train_tasks=4", "env.seed=1", "protocol.resume=false"]))
     assert _sha256(memory / "memory.json") != first
     episodes = (run_dir / "episodes.jsonl").read_text()
     refused = run_py(evaluate)
@@ -68,6 +68,44 @@ def test_a_resume_after_its_snapshot_was_redone_is_refused_naming_the_snapshot(t
     _ok(run_py([*evaluate, "protocol.resume=false"]))
     pinned = json.loads((run_dir / "identity.json").read_text())[SNAPSHOT_PIN]
     assert pinned == _sha256(memory / "memory.json")
+
+
+def test_a_snapshot_built_with_other_caps_is_refused_naming_both_runs(tmp_path):
+    """An evaluation that names another train cap than the snapshot it reads (its numbers
+    would not say that its memory came from 2 train tasks) is refused before anything runs,
+    with both run folders; a folder given by path is warned about and evaluated. A failed run
+    leaves no empty results folder behind."""
+    _ok(run_py([*MEMCO, "protocol.max_train_tasks=2", "experiment_name=acq",
+                f"paths.results_dir={tmp_path}"]))  # fmt: skip
+    source = _run_dir(tmp_path, "acq")
+    evaluate = [*MEMCO, "experiment_name=eval", "protocol.snapshot_from=acq",
+                f"paths.results_dir={tmp_path}"]  # fmt: skip
+    refused = run_py([*evaluate, "protocol.max_train_tasks=3"])
+    assert refused.returncode == 2
+    text = _said(refused)
+    assert "protocol.max_train_tasks: the snapshot's 2, this run's 3" in text
+    assert f"the snapshot's: {source}" in text and "This run: " in text
+    assert not (tmp_path / "eval").exists()  # no empty run folder left behind
+    by_path = run_py([*evaluate, "protocol.max_train_tasks=3",
+                      f"protocol.snapshot_from={source}"])  # fmt: skip
+    _ok(by_path)
+    assert "protocol.max_train_tasks: the snapshot's 2, this run's 3" in _said(by_path)
+    assert "Evaluating it as asked" in _said(by_path)
+
+
+def test_a_renamed_experiment_reads_its_own_snapshot():
+    """ReMe (dynamic) starts from its own experiment's ReMe (fixed) run: renaming the
+    experiment carries over to the snapshot it reads."""
+    assert compose_cfg(["experiment=reme_table1_dynamic"]).protocol.snapshot_from == "reme_table1"
+    renamed = compose_cfg(["experiment=reme_table1_dynamic", "experiment_name=mine"])
+    assert renamed.protocol.snapshot_from == "mine"
+
+
+def test_a_failed_data_check_leaves_no_empty_folder(tmp_path):
+    refused = run_py([*SCRIPTED, "method=none", "env.require_data=true",
+                      f"paths.results_dir={tmp_path}/results"])  # fmt: skip
+    assert refused.returncode == 2 and "needs the official data" in _said(refused)
+    assert not (tmp_path / "results").exists() or not any((tmp_path / "results").iterdir())
 
 
 def test_an_older_identity_without_the_pin_is_pinned_on_resume(tmp_path):

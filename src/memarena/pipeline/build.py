@@ -119,6 +119,7 @@ def snapshot_source(cfg: DictConfig, value: str | None) -> Path | None:
                     f"A memory holds one benchmark's tasks and actions: evaluate it on {source}, "
                     f"or give protocol.snapshot_from a run made on {cfg.env.name}."
                 )
+            check_snapshot_run(cfg, folder, text)
             return folder
     what = f"experiment {text!r}" if "/" not in text else "the folder"
     raise ConfigError(
@@ -135,15 +136,78 @@ def snapshot_env(folder: Path) -> str | None:
     env = snapshot_marker(folder).get("env")
     if env:
         return str(env)
-    for parent in list(folder.parents)[:3]:  # memory/, memory_final/[<view>/]run<k>/
+    source = source_run(folder)
+    if source is None:
+        return None
+    try:
+        identity = json.loads((source / files.IDENTITY).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    env = identity.get("env.name") if isinstance(identity, dict) else None
+    return str(env) if env else None
+
+
+def source_run(folder: Path) -> Path | None:
+    """The run directory holding a snapshot folder (``memory/``, ``memory_final/[<view>/]
+    run<k>/``): the nearest parent with an ``identity.json``; None when there is none."""
+    for parent in list(folder.parents)[:3]:
         if (parent / files.IDENTITY).is_file():
-            try:
-                identity = json.loads((parent / files.IDENTITY).read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                return None
-            env = identity.get("env.name") if isinstance(identity, dict) else None
-            return str(env) if env else None
+            return parent
     return None
+
+
+# what a snapshot was acquired with: the keys an evaluation from it must share
+SNAPSHOT_KEYS = (
+    "seed",
+    "method.name",
+    "backbone.name",
+    "protocol.max_train_tasks",
+    "protocol.train_split",
+    "protocol.domain_memories",
+)
+
+
+def check_snapshot_run(cfg: DictConfig, folder: Path, value: str) -> None:
+    """Refuse a ``protocol.snapshot_from`` experiment whose snapshot was built under another
+    experiment name, seed, method, backbone, train cap, train split or domain setting than
+    this run names (a renamed experiment that still points at the default one would evaluate
+    someone else's memory without a word); a folder given by path is the user's explicit
+    choice: warned, not refused. Both identities are in the message. A snapshot that holds
+    nothing is warned about (the run is flagged ``degenerate_memory``)."""
+    source = source_run(folder)
+    config = source / files.CONFIG if source is not None else None
+    if config is not None and config.is_file():
+        theirs = OmegaConf.load(config)
+        wanted = {"experiment_name": value} if "/" not in value else {}
+        wanted.update({k: OmegaConf.select(cfg, k, default=None) for k in SNAPSHOT_KEYS})
+        diff = [
+            (k, OmegaConf.select(theirs, k, default=None), v)
+            for k, v in wanted.items()
+            if OmegaConf.select(theirs, k, default=None) != v
+        ]
+        if diff:
+            lines = "; ".join(f"{k}: the snapshot's {a!r}, this run's {b!r}" for k, a, b in diff)
+            text = (
+                f"memarena: protocol.snapshot_from={value}: the snapshot {folder} was built by "
+                f"another configuration than this run names ({lines}). This run: "
+                f"{run_dir(cfg)}; the snapshot's: {source}."
+            )
+            if "/" in value:
+                log.warning("%s Evaluating it as asked.", text)
+            else:
+                raise ConfigError(
+                    f"{text} Acquire the snapshot with this run's settings first (the same "
+                    "experiment_name, seed and caps), point protocol.snapshot_from at that run "
+                    "(an experiment name or a run folder), or give this run the snapshot's "
+                    "settings."
+                )
+    if snapshot_marker(folder).get("memory_size") == 0:
+        log.warning(
+            "protocol.snapshot_from=%s: the snapshot %s holds no memory (memory_size 0); this "
+            "evaluation runs with an empty memory and is flagged degenerate_memory",
+            value,
+            folder,
+        )
 
 
 def _memory_llm_factory(cfg: DictConfig, policy: Policy):
@@ -193,6 +257,7 @@ def build(
     # a method without memory (none, icl) has no snapshot to start from
     snapshot = snapshot_source(cfg, protocol.snapshot_from) if memory.learns else None
     store = RunStore(run_dir(cfg))
+    fresh = store.is_empty()  # nothing here before this invocation: removed if the build fails
     holding = contextlib.ExitStack()
     holding.enter_context(store.lock())  # released when the run ends (close_parts)
     began, built = time.perf_counter(), []
@@ -213,6 +278,8 @@ def build(
             quietly(f"closing {type(part).__name__}", part.close, exc)
         close_invocation(store, time.perf_counter() - began, exc)
         holding.close()
+        if fresh:  # a failed data check or model load leaves no empty run folder behind
+            quietly(f"removing {store.dir}", lambda: store.remove(cfg.paths.results_dir), exc)
         raise
     # a method whose mechanism is the agent's in-task window sets it (MemoryBank, parity mode)
     history = protocol.history_steps if memory.history_steps is None else memory.history_steps

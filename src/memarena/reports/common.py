@@ -60,6 +60,8 @@ def _read_experiment(path: Path) -> ExperimentConfig:
     protocol = data.get("protocol") or {}
     tables = report.get("tables") or ()
     snapshot = protocol.get("snapshot_from")
+    if snapshot == "${experiment_name}":  # the experiment's own earlier runs
+        snapshot = data.get("experiment_name")
     return ExperimentConfig(
         name=path.stem,
         experiment_name=data.get("experiment_name"),

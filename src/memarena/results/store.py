@@ -103,6 +103,23 @@ class RunStore:
         shutil.rmtree(self.memory_dir, ignore_errors=True)
         shutil.rmtree(self.dir / FINAL_MEMORY_DIR, ignore_errors=True)
 
+    def is_empty(self) -> bool:
+        """Nothing in the run directory but (perhaps) its lock file."""
+        return all(p.name == LOCK for p in self.dir.iterdir())
+
+    def remove(self, root: str | Path) -> None:
+        """Delete the run directory, then each parent left empty, up to ``root`` (the results
+        folder) exclusive."""
+        shutil.rmtree(self.dir, ignore_errors=True)
+        top = Path(root).resolve()
+        for parent in self.dir.resolve().parents:
+            if parent == top or top not in parent.parents:
+                break
+            try:
+                parent.rmdir()  # only when empty
+            except OSError:
+                break
+
     def has_records(self) -> bool:
         return any((self.dir / n).exists() for n in RECORD_FILES) or self.memory_dir.exists()
 
