@@ -392,8 +392,9 @@ def test_record_prompts_keeps_each_steps_messages_and_shown_memory(record):
     )  # fmt: skip
     (result,) = runner.run([env.tasks("test")[1]])  # target 2: two steps
     steps = result.trajectory.to_dict()["steps"]
-    if not record:  # left out of the record entirely
-        assert all("prompt" not in s and "memory_ids" not in s for s in steps)
+    if not record:  # the messages are left out of the record; the shown ids are kept
+        assert all("prompt" not in s for s in steps)
+        assert [s["memory_ids"] for s in steps] == [["m0"], ["m1"]]
         return
     # the step's own hint (retrieved just before it) is in the messages the model was given:
     # the first in the first user message, the second in the newest user message, after the

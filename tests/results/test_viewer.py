@@ -100,6 +100,27 @@ def test_page_of_a_hand_written_run_escapes_and_says_prompts_are_missing(tmp_pat
     assert "</script>" in data and "<img" not in data.split("</script>")[0]
 
 
+def test_a_step_without_recorded_memory_says_so_not_no_memory(tmp_path):
+    """A step recorded without its memory ids (a run made before they were always kept, with
+    protocol.record_memory=false) does not know what it showed: the viewer says so, in the
+    episode's steps and in the comparison data, instead of "no memory shown"; a step that
+    recorded it showed nothing (ids []) keeps "none"."""
+    step = {"action": "a", "observation": "o", "reward": 0.0, "progress": 0.0,
+            "feedback": {"valid_action": True, "state_changed": True}}  # fmt: skip
+    _hand_run(tmp_path / "old", step)
+    page = render_page(tmp_path / "old")
+    cell = '<span class="note">memory not recorded (protocol.record_memory=false)</span>'
+    assert cell in page
+    data = json.loads(
+        page.split('<script id="compare-data" type="application/json">')[1].split("</script>")[0]
+    )
+    (episode,) = data["episodes"]
+    assert episode["steps"][0]["rec"] is False
+    _hand_run(tmp_path / "new", {**step, "memory_ids": []})
+    page = render_page(tmp_path / "new")
+    assert cell not in page and '<span class="none">none</span>' in page
+
+
 def test_an_old_run_without_memory_spans_renders_unmarked_with_a_note(tmp_path):
     prompt = [{"role": "user", "content": f"x\n\n{MEMCO_HEADER}\nNext priority: y"}]
     step = {

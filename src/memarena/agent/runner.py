@@ -86,7 +86,7 @@ class RunnerSettings:
     max_failed_batches: int = 3  # consecutive all-failed steps before the run stops
     episode_timeout_s: float | None = None  # wall-clock limit per episode (status timeout)
     record_prompts: bool = False  # keep each step's messages in its Step (protocol.record_prompts)
-    record_memory: bool = False  # keep each step's memory text and ids (protocol.record_memory)
+    record_memory: bool = False  # keep each step's memory text (protocol.record_memory)
     prompt_format: str = "conversation"  # or "single" (see memarena.agent.prompts)
     tool_calls: str = "native"  # tool-calling envs: "native" where the backbone takes tools; "text"
 
@@ -398,7 +398,6 @@ class EpisodeRunner:
             limit = self.policy.reply_limit(decision.request)
             if limit is not None and completion.choice_index is None:
                 item.replies_at_cap += int(completion.completion_tokens >= limit)
-            recorded = self.s.record_prompts or self.s.record_memory
             item.trajectory.steps.append(
                 Step(
                     action=action,
@@ -409,7 +408,9 @@ class EpisodeRunner:
                     raw_output=completion.text,
                     admissible_actions=item.observation.admissible_actions,
                     prompt=decision.request.messages if self.s.record_prompts else None,
-                    memory_ids=list(item.memory.memory_ids) if recorded else None,
+                    # the ids shown at this step, always (cheap; the viewer's reading): the
+                    # memory text itself only with protocol.record_memory
+                    memory_ids=list(item.memory.memory_ids),
                     memory=dict(item.memory.slots) if self.s.record_memory else None,
                     memory_spans=(
                         [span.to_json() for span in item.spans] if self.s.record_prompts else None

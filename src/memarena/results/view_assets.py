@@ -232,6 +232,10 @@ function renderCompare(params) {
 function memoryCell(c, s, k) {
   var box = el('div', 'mem'), ids = s.ids || [], texts = DATA.texts[c.r] || {}, ent = s.ent || {};
   var known = 0;
+  if (s.rec === false) {
+    box.appendChild(el('span', 'note', 'memory not recorded (protocol.record_memory=false)'));
+    return box;
+  }
   if (ids.length) {
     var ul = el('ul', 'memids');
     ids.forEach(function (i) {
@@ -245,7 +249,7 @@ function memoryCell(c, s, k) {
   }
   if (s.mem === null || s.mem === undefined) {
     if (ids.length && !known) {
-      box.appendChild(el('span', 'note', 'memory text not recorded (protocol.record_memory=true)'));
+      box.appendChild(el('span', 'note', 'memory text not recorded (set protocol.record_memory=true)'));
     } else if (!ids.length) {
       box.appendChild(el('span', 'none', 'no memory shown'));
     }

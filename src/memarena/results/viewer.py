@@ -156,9 +156,15 @@ def _messages(
     return "".join(parts)
 
 
+NOT_RECORDED = "memory not recorded (protocol.record_memory=false)"
+
+
 def _memory_cell(steps: Sequence[Mapping[str, Any]], k: int, texts: Mapping[str, str]) -> str:
-    """The memory step ``k`` showed: its ids and, when recorded, its text."""
+    """The memory step ``k`` showed: its ids and, when recorded, its text; a step recorded
+    without its ids (a run made before they were always kept) says it does not know."""
     s = steps[k]
+    if "memory_ids" not in s and shown_text(s) is None:
+        return f'<span class="note">{NOT_RECORDED}</span>'
     known = {**texts, **(s.get("memory_entries") or {})}
     ids = _ids(s.get("memory_ids"), known)
     text = shown_text(s)
@@ -377,6 +383,7 @@ def _compare_episode(r: int, j: int, record: EpisodeRecord) -> dict[str, Any]:
                 "o": str(s.get("observation", "")),
                 "ok": bool(fb.get("valid_action")),
                 "fl": fb.get("failure_label"),
+                "rec": "memory_ids" in s or shown_text(s) is not None,
                 "ids": [str(i) for i in s.get("memory_ids") or []],
                 "ent": s.get("memory_entries") or {},
                 "mem": shown_text(s),
