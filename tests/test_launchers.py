@@ -45,14 +45,38 @@ def _sweep(tmp: Path, name: str, extra: list[str], base: list[str] = SCRIPTED, *
 
 
 @pytest.fixture(scope="module")
-def basic_metrics(tmp_path_factory) -> dict[int, dict]:
+def basic_sweep(tmp_path_factory):
     """The scripted sweep on Hydra's basic launcher: the reference every launcher must match."""
     tmp = tmp_path_factory.mktemp("basic")
     proc, res = _sweep(tmp, "basic", ["launcher=local"], timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    metrics = _metrics(res)
+    return proc, res
+
+
+@pytest.fixture(scope="module")
+def basic_metrics(basic_sweep) -> dict[int, dict]:
+    metrics = _metrics(basic_sweep[1])
     assert sorted(metrics) == [0, 1, 2, 3]
     return metrics
+
+
+@pytest.mark.xdist_group("launchers_basic")
+def test_a_sweep_ends_with_one_table_of_its_jobs(basic_sweep, basic_metrics):
+    """One row per job: method, env, backbone, seed, success [95% interval over tasks],
+    n_tasks and flags, as each job's metrics.json says."""
+    from memarena.cli import COLUMNS
+
+    lines = basic_sweep[0].stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("memarena: sweep of"))
+    assert lines[start].startswith("memarena: sweep of 4 job(s), 0 failed")
+    assert lines[start + 1].split() == list(COLUMNS)
+    rows = [line.split() for line in lines[start + 2 : start + 6]]
+    for job, row in enumerate(rows):
+        m = basic_metrics[job]  # seed k is job k
+        low, high = m["success_rate_ci95"]
+        assert row[:5] == [str(job), "none", m["env"], m["backbone"], str(job)]
+        assert " ".join(row[5:8]) == f"{m['success_rate']:.3f} [{low:.3f}, {high:.3f}]"
+        assert row[9] == str(m["n_tasks"]) == "2" and row[10] == ",".join(m["flags"])
 
 
 # -- Ray ---------------------------------------------------------------------------------------

@@ -161,7 +161,7 @@ def test_a_multirun_whose_jobs_fail_exits_non_zero_and_names_them(tmp_path):
     proc = run_py(args)
     assert proc.returncode == 1
     said = _said(proc)
-    assert "2 job(s) of this multirun failed" in said
+    assert "sweep of 2 job(s), 2 failed" in said and "failed job(s) (details in" in said
     assert "#0 " in said and "#1 " in said and "seed=1" in said
 
 

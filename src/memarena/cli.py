@@ -1,10 +1,13 @@
 """What run.py calls: a config pre-check before Hydra, the job body after it, and the
-multirun failure summary (a Hydra callback, ``hydra.callbacks.failures`` in conf/config.yaml).
+multirun summary (a Hydra callback, ``hydra.callbacks.summary`` in conf/config.yaml).
 
-In a multirun a job that fails with a MemarenaError (a config error, a server that does not
-answer, a run dir in use) is written to ``<sweep dir>/failed_jobs/<job num>.json`` and the
-sweep goes on; when it ends, :class:`FailureSummary` lists the failed jobs and the process
-exits with status 1. Any other exception stops the sweep at once (Hydra's behaviour) with its
+In a multirun each job that ends writes one line of the sweep's table to ``<sweep dir>/jobs/
+<job num>.json`` (method, env, backbone, seed, success rate and its interval over tasks,
+progress, n_tasks, flags, run folder); a job that fails with a MemarenaError (a config error, a
+server that does not answer, a run dir in use) is written to ``<sweep dir>/failed_jobs/<job
+num>.json`` instead and the sweep goes on. When the sweep ends, :class:`SweepSummary` prints
+one table of every job and the failed jobs with their first error line, and exits with status
+1 when a job failed. Any other exception stops the sweep at once (Hydra's behaviour) with its
 traceback and a non-zero status too. A full disk stops it with its one message (status 2), and
 SIGTERM / SIGHUP after closing the current job (status 143 / 129).
 """
@@ -153,12 +156,15 @@ def run_job(cfg: DictConfig) -> float | None:
             _write_failure(Path(hydra.sweep.dir), hydra.job.num, overrides, text)
             return None
         sys.exit(2)
+    line = job_line(cfg, metrics)
     log.info(
-        "success_rate=%.3f progress_rate=%.3f n_episodes=%d",
-        metrics["success_rate"],
-        metrics["progress_rate"],
-        metrics["n_episodes"],
-    )
+        "%s %s %s seed %s: success_rate=%s progress_rate=%.3f n_tasks=%s n_episodes=%d%s",
+        line["method"], line["env"], line["backbone"], line["seed"], line["success"],
+        metrics["progress_rate"], line["n_tasks"], metrics["n_episodes"],
+        f" flags={line['flags']}" if line["flags"] else "",
+    )  # fmt: skip
+    if hydra is not None and hydra.mode == RunMode.MULTIRUN:
+        _write_job(Path(hydra.sweep.dir), hydra.job.num, {**line, "overrides": overrides})
     if choices.get("experiment") == "demo" and (hydra is None or hydra.mode != RunMode.MULTIRUN):
         from memarena.pipeline import run_dir
         from memarena.pipeline.demo_summary import summary_text
@@ -168,6 +174,34 @@ def run_job(cfg: DictConfig) -> float | None:
 
 
 FAILED_JOBS = "failed_jobs"
+JOBS = "jobs"
+
+
+def job_line(cfg: DictConfig, metrics: dict[str, Any]) -> dict[str, Any]:
+    """One job's row of the sweep table: who it is, its success rate with the 95% interval over
+    tasks, progress, tasks, episodes, flags and run folder."""
+    from memarena.pipeline import run_dir
+
+    low, high = metrics.get("success_rate_ci95") or (float("nan"), float("nan"))
+    method = cfg.method.name + (f"+{cfg.ablation.name}" if cfg.ablation.get("name") else "")
+    return {
+        "method": method,
+        "env": cfg.env.name,
+        "backbone": cfg.backbone.name,
+        "seed": cfg.seed,
+        "success": f"{metrics['success_rate']:.3f} [{low:.3f}, {high:.3f}]",
+        "progress": f"{metrics['progress_rate']:.3f}",
+        "n_tasks": metrics.get("n_tasks"),
+        "n_episodes": metrics.get("n_episodes"),
+        "flags": ",".join(metrics.get("flags") or []),
+        "run_dir": str(run_dir(cfg)),
+    }
+
+
+def _write_job(sweep_dir: Path, num: Any, line: dict[str, Any]) -> None:
+    folder = sweep_dir / JOBS
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{num}.json").write_text(json.dumps({"job": num, **line}, indent=2) + "\n")
 
 
 def _write_failure(sweep_dir: Path, num: Any, overrides: list[str], message: str) -> None:
@@ -177,18 +211,43 @@ def _write_failure(sweep_dir: Path, num: Any, overrides: list[str], message: str
     (folder / f"{num}.json").write_text(json.dumps(body, indent=2) + "\n")
 
 
-class FailureSummary(Callback):
-    """At the end of a multirun: name every failed job and exit with status 1."""
+COLUMNS = ("job", "method", "env", "backbone", "seed", "success", "progress", "n_tasks",
+           "flags")  # fmt: skip
+
+
+def sweep_table(sweep_dir: Path) -> str:
+    """The sweep's table (:data:`COLUMNS`; success: the rate [95% interval over tasks]) and,
+    below it, each failed job with its overrides and the first line of its error; "" when no
+    job wrote anything."""
+    def read(folder: str) -> list[dict[str, Any]]:
+        paths = sorted((sweep_dir / folder).glob("*.json"), key=lambda p: int(p.stem))
+        return [json.loads(p.read_text()) for p in paths]
+
+    done, failed = read(JOBS), read(FAILED_JOBS)
+    if not done and not failed:
+        return ""
+    rows = [[str(j.get(c, "")) for c in COLUMNS] for j in done]
+    widths = [max([len(c)] + [len(r[i]) for r in rows]) for i, c in enumerate(COLUMNS)]
+    lines = [f"memarena: sweep of {len(done) + len(failed)} job(s), {len(failed)} failed "
+             f"(success: rate [95% interval over tasks]; runs in their run folders)"]  # fmt: skip
+    lines.append("  ".join(c.ljust(w) for c, w in zip(COLUMNS, widths, strict=True)).rstrip())
+    lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    if failed:
+        lines.append(f"failed job(s) (details in {sweep_dir / FAILED_JOBS}):")
+        for body in failed:
+            first = (str(body["error"]).strip().splitlines() or [""])[0]
+            lines.append(f"  #{body['job']} {' '.join(body['overrides'])}: {first}")
+    return "\n".join(lines)
+
+
+class SweepSummary(Callback):
+    """At the end of a multirun: one table of every job, the failed ones named with their first
+    error line; exit with status 1 when a job failed."""
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        folder = Path(str(config.hydra.sweep.dir)) / FAILED_JOBS
-        failures = sorted(folder.glob("*.json"), key=lambda p: int(p.stem))
-        if not failures:
-            return
-        lines = [f"memarena: {len(failures)} job(s) of this multirun failed:"]
-        for path in failures:
-            body = json.loads(path.read_text())
-            lines.append(f"  #{body['job']} {' '.join(body['overrides'])}: {body['error']}")
-        lines.append(f"(details in {folder}; the other jobs' results are complete)")
-        print("\n".join(lines), file=sys.stderr)
-        sys.exit(1)
+        sweep_dir = Path(str(config.hydra.sweep.dir))
+        table = sweep_table(sweep_dir)
+        if table:
+            print(table, flush=True)
+        if any((sweep_dir / FAILED_JOBS).glob("*.json")):
+            sys.exit(1)
