@@ -40,6 +40,7 @@ NOT_RESULT = (
     "paths",
     "logger",
     "report",
+    "seed_varies",  # what the experiment file says of its seeds (documentation)
     "experiment_name",  # in the run directory's path already
     "protocol.resume",
     "protocol.concurrency",

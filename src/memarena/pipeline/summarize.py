@@ -103,6 +103,8 @@ def metrics_of(parts: Parts, cfg: DictConfig, records: list[EpisodeRecord]) -> d
         seed=cfg.seed,
         update_every=parts.protocol.update_every,
         report=report_of(cfg),
+        # what a seed varies for this method, as the experiment file states it (None: unstated)
+        seed_varies=(cfg.get("seed_varies") or {}).get(cfg.method.name),
     )
     metrics["n_timeouts"] = sum(r.status == "timeout" for r in latest(records))
     metrics["flags"] = flags_of(parts, metrics, on_paper_backbone(cfg))

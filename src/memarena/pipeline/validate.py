@@ -58,13 +58,18 @@ TOP_LEVEL = frozenset(
         "logger",
         "paths",
         "report",
+        "seed_varies",
     }
 )
 ABLATION_KEYS = ("name", "method", "requires")
 REPORT_KEYS = ("paper", "tables", "backbones")
 MEMORY_BACKBONE_KEYS = ("same_as_agent", "fallback")
 # the types of the top-level values (the other top-level keys are groups)
-TOP_LEVEL_TYPES: dict[str, Any] = {"seed": int, "experiment_name": str}
+TOP_LEVEL_TYPES: dict[str, Any] = {
+    "seed": int,
+    "experiment_name": str,
+    "seed_varies": dict[str, str],
+}
 CONF_DIR = Path(__file__).resolve().parents[3] / "conf"
 
 
