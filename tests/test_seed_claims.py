@@ -22,7 +22,9 @@ from conftest import CONF, compose_cfg
 NOT_SWEEPS = {"demo", "smoke"}
 # methods whose configured temperature is never used in the mode their experiment runs them
 NO_LLM = {"amem_lite": "MemCo's A-Mem makes no LLM call (mode: lite)"}
-EXPERIMENTS = sorted(p.stem for p in (CONF / "experiment").glob("*.yaml") if p.stem not in NOT_SWEEPS)
+EXPERIMENTS = sorted(
+    p.stem for p in (CONF / "experiment").glob("*.yaml") if p.stem not in NOT_SWEEPS
+)
 
 
 def methods_of(name: str) -> list[str | None]:

@@ -249,7 +249,8 @@ function memoryCell(c, s, k) {
   }
   if (s.mem === null || s.mem === undefined) {
     if (ids.length && !known) {
-      box.appendChild(el('span', 'note', 'memory text not recorded (set protocol.record_memory=true)'));
+      box.appendChild(el('span', 'note',
+        'memory text not recorded (set protocol.record_memory=true)'));
     } else if (!ids.length) {
       box.appendChild(el('span', 'none', 'no memory shown'));
     }
