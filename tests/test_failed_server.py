@@ -124,10 +124,11 @@ def test_a_server_that_fails_every_request_ends_the_run_non_zero_with_its_messag
     assert metrics["n_errors"] == 4 and metrics["success_rate"] == 0.0
     assert "errors" in metrics["flags"]
 
+    make_tables = ["--results-dir", str(tmp_path / "results"), "--out", str(tmp_path / "tables")]
+    refused = run_script(ROOT / "scripts/make_tables.py", make_tables, timeout=300)
+    assert refused.returncode == 2 and "errors" in refused.stderr  # flagged: nothing written
     tables = run_script(
-        ROOT / "scripts/make_tables.py",
-        ["--results-dir", str(tmp_path / "results"), "--out", str(tmp_path / "tables")],
-        timeout=300,
+        ROOT / "scripts/make_tables.py", [*make_tables, "--allow-flagged"], timeout=300
     )
     assert tables.returncode == 0, tables.stderr[-2000:]
     (row,) = [line for line in tables.stdout.splitlines() if "qwen3-8b-server" in line]

@@ -186,9 +186,20 @@ def _lock_is_free(run_dir: Path) -> bool:
         return False
 
 
+def _earlier_run(tmp_path: Path) -> Path:
+    """A finished run of the cell on fewer test tasks: the failing builds below extend it (a
+    resume), so its folder holds records and stays."""
+    pipeline.run(_cfg(tmp_path, "protocol.max_eval_tasks=2"))
+    (info,) = (tmp_path / "results").rglob("run_info.json")
+    return info.parent
+
+
+@pytest.mark.parametrize("earlier", [True, False], ids=["resume", "fresh"])
 def test_a_full_disk_while_building_the_backbone_closes_the_env_and_the_invocation(
-    tmp_path, monkeypatch, caplog, spies
+    tmp_path, monkeypatch, caplog, spies, earlier
 ):
+    run_dir = _earlier_run(tmp_path) if earlier else None
+    finished = list(spies["finish"])  # the earlier run's logger
     closed = []
 
     @functools.wraps(ExpertPolicy.__init__)  # the same parameters for the config check
@@ -202,14 +213,20 @@ def test_a_full_disk_while_building_the_backbone_closes_the_env_and_the_invocati
     assert ended.value.code == 2
     (message,) = _errors(caplog)
     assert f"no space left on the disk holding {tmp_path / 'models'}" in message
-    assert len(closed) == 1 and spies["finish"] == []  # the env closed; no logger was started
+    assert len(closed) == 1 and spies["finish"] == finished  # the env closed; no logger started
+    if run_dir is None:  # nothing was recorded: no run folder is left behind
+        assert not list((tmp_path / "results").rglob("seed0"))
+        return
     last = _invocations(tmp_path)[-1]
     assert last["finished"] is not None and last["status"] == "error"
     assert last["outcome"].startswith("OSError: [Errno 28]")
-    assert _lock_is_free(next((tmp_path / "results").rglob("run_info.json")).parent)
+    assert _lock_is_free(run_dir)
 
 
-def test_a_failing_env_constructor_closes_the_invocation(tmp_path, monkeypatch):
+@pytest.mark.parametrize("earlier", [True, False], ids=["resume", "fresh"])
+def test_a_failing_env_constructor_closes_the_invocation(tmp_path, monkeypatch, earlier):
+    run_dir = _earlier_run(tmp_path) if earlier else None
+
     @functools.wraps(PDDLEnv.__init__)  # the same parameters for the config check
     def broken(self, *args, **kwargs):
         raise RuntimeError("the env could not start")
@@ -217,7 +234,10 @@ def test_a_failing_env_constructor_closes_the_invocation(tmp_path, monkeypatch):
     monkeypatch.setattr(PDDLEnv, "__init__", broken)
     with pytest.raises(Exception, match="the env could not start"):  # in Hydra's wrapper
         pipeline.run(_cfg(tmp_path))
-    (last,) = _invocations(tmp_path)
+    if run_dir is None:  # a fresh folder: removed with what the failed start wrote
+        assert not list((tmp_path / "results").rglob("seed0"))
+        return
+    *_, last = _invocations(tmp_path)
     assert last["finished"] is not None and last["status"] == "error"
     assert "RuntimeError('the env could not start')" in last["outcome"]
-    assert _lock_is_free(next((tmp_path / "results").rglob("run_info.json")).parent)
+    assert _lock_is_free(run_dir)

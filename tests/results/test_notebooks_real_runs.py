@@ -346,11 +346,11 @@ def test_evograph_notebook_table1_and_table2(tree, tmp_path):
 
 def at_k_cell(m: dict, name: str) -> str:
     """Avg@4 / Pass@4 as the ReMe tables show it: mean ± population std (%) over the
-    repetitions of metrics.json ``at_k_repetitions``."""
+    repetitions of metrics.json ``at_k_repetitions``, and how many they are."""
     values = [100 * r[name] for r in m["at_k_repetitions"]]
     mean = sum(values) / len(values)
     std = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
-    return f"{mean:.2f} ± {std:.2f}"
+    return f"{mean:.2f} ± {std:.2f} (n={len(values)})"
 
 
 def failed_tasks(run: Path, repetition: int = 0) -> set[str]:

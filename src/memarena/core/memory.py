@@ -122,6 +122,13 @@ class RunSeededLLM:
             raise AttributeError(name)
         return getattr(self.backbone, name)
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        """The wrapper's own two attributes here; anything else is the backbone's."""
+        if name in ("backbone", "run_seed"):
+            object.__setattr__(self, name, value)
+        else:
+            setattr(self.backbone, name, value)
+
     def __repr__(self) -> str:
         return f"RunSeededLLM({self.backbone!r}, run_seed={self.run_seed})"
 

@@ -180,7 +180,7 @@ def left_out(summary: pd.DataFrame, metric: str = "success") -> list[str]:
         partial = [
             f"{row['variant']} ({int(row['n_seeds'])} of {int(row['n_expected'])} seeds)"
             for _, row in grp.iterrows()
-            if row["n_seeds"] < row["n_expected"]
+            if row.get("n_expected") is not None and row["n_seeds"] < row["n_expected"]
         ]
         why = ([f"no run of {', '.join(missing)}"] if missing else []) + (
             [f"partial: {', '.join(partial)}"] if partial else []
