@@ -25,10 +25,9 @@ from memarena.results.collect import (
     INFORMATIONAL_FLAGS,  # noqa: F401  (re-exported)
     backbone_key,  # noqa: F401  (the report packages import it from here)
     collect,
-    expected_seeds,
     format_mean_std,
-    identical_runs,
     in_report,
+    seed_notes,
     union_flags,
 )
 
@@ -156,13 +155,11 @@ def over_seeds(long: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
         return pd.DataFrame(columns=[*by, *SUMMARY_COLUMNS])
     g = long.groupby(by, dropna=False, sort=True)
     out = g["value"].agg(mean="mean", std="std", n_seeds="count")
-    out["n_expected"] = expected_seeds(long, g)
-    has = set(long.columns)
-    out["identical"] = g["fingerprint"].agg(identical_runs) if "fingerprint" in has else False
-    for count in ("n_tasks", "n_episodes"):
-        out[count] = g[count].min() if count in has else math.nan
-    out["flags"] = g["flags"].agg(union_flags) if "flags" in has else ""
-    return out.reset_index()
+    out = out.join(seed_notes(long, g, "fingerprint")).reset_index()
+    for name, empty in (("n_tasks", math.nan), ("n_episodes", math.nan), ("flags", "")):
+        if name not in out.columns:  # a long table without the run columns
+            out[name] = empty
+    return out
 
 
 def cell_texts(summary: pd.DataFrame, digits: int) -> list[str]:

@@ -189,17 +189,7 @@ def summary_table(
     _check_columns(df, by, "group columns")
     groups = df.groupby(list(by), dropna=False, sort=True)
     out = groups.size().rename("n_seeds").to_frame()
-    out["n_expected"] = expected_seeds(df, groups)
-    out["identical"] = (
-        groups["run_fingerprint"].agg(identical_runs)
-        if "run_fingerprint" in df.columns
-        else False
-    )
-    for count in ("n_tasks", "n_episodes"):
-        if count in df.columns:
-            out[count] = groups[count].min()
-    if "flags" in df.columns:
-        out["flags"] = groups["flags"].agg(union_flags)
+    out = out.join(seed_notes(df, groups, "run_fingerprint"))
     if "backbone_is_llm" in df.columns and "backbone_is_llm" not in by:
         out["backbone_is_llm"] = groups["backbone_is_llm"].first()
     for m in metrics:
@@ -209,6 +199,23 @@ def summary_table(
         out[f"{m}_mean"] = values.mean()
         out[f"{m}_std"] = values.std(ddof=1)
     return out.reset_index()
+
+
+def seed_notes(df: pd.DataFrame, groups: Any, fingerprint: str) -> pd.DataFrame:
+    """What a table cell must say of the runs behind it, per group of ``df``'s rows (a
+    ``groupby``): ``n_expected`` (:func:`expected_seeds`), ``identical`` (the runs' column
+    ``fingerprint`` is one value: :func:`identical_runs`), the fewest ``n_tasks`` /
+    ``n_episodes`` of a run, and the union of their ``flags`` (columns ``df`` lacks are left
+    out, ``identical`` then False)."""
+    has = set(df.columns)
+    notes = pd.DataFrame({"n_expected": expected_seeds(df, groups)})
+    notes["identical"] = groups[fingerprint].agg(identical_runs) if fingerprint in has else False
+    for count in ("n_tasks", "n_episodes"):
+        if count in has:
+            notes[count] = groups[count].min()
+    if "flags" in has:
+        notes["flags"] = groups["flags"].agg(union_flags)
+    return notes
 
 
 def expected_seeds(df: pd.DataFrame, groups: Any) -> pd.Series | int:
