@@ -151,11 +151,16 @@ def test_top_level_values_are_typed():
         (["seed=abc"], "seed='abc' must be an int (got str). Fix it on the command line: seed=abc"),
         (["seed=1.5"], "seed=1.5 must be an int (got float)"),
         (["method=memco", "method.threshold=abc"],
-         "method.threshold='abc' must be a number (memarena.memory.memco.method.MemCo takes "
-         "threshold: float; got str)"),
+         "method.threshold='abc' must be a number > 0 and < 1 (memarena.memory.memco.method.MemCo "
+         "takes threshold: float > 0 and < 1; got str)"),
+        (["method=memco", "method.threshold=1"], "method.threshold=1 must be a number > 0 and < 1"),
         (["method=memco", "method.use_local=1"], "method.use_local=1 must be true or false"),
         (["method=memco", "method.facets=[x,1]"], "method.facets=['x', 1] must be a list of "
-                                                  "strings"),
+                                                  "values that are one of 'x', 'p', 'g'"),
+        (["method=reme", "method.extraction=keypoint,trajectoryy"],
+         "method.extraction='trajectoryy' must be one of 'keypoint', 'trajectory' (memarena."
+         "memory.reme.method.ReMe takes extraction: Literal['keypoint', 'trajectory']; got str). "
+         "Did you mean 'trajectory'?"),
         (["backbone=scripted", "backbone.epsilon=true"], "backbone.epsilon=True must be a number"),
         # a sweep's later values and the keys of other jobs' targets are checked too
         (["seed=0,abc"], "seed='abc' must be an int (got str). Fix it on the command line: "
@@ -171,7 +176,7 @@ def test_precheck_names_a_bad_value(overrides, message):
 
 
 def test_precheck_passes_good_values():
-    assert check_overrides(["seed=3", "method=memco", "method.threshold=1", "method.facets=[x]"],
+    assert check_overrides(["seed=3", "method=memco", "method.threshold=0.5", "method.facets=[x]"],
                            CONF) is None  # fmt: skip
     assert check_overrides(["seed=0,1", "method=none,memco", "method.k_local=2,3"], CONF) is None
 
@@ -182,8 +187,8 @@ def test_precheck_passes_good_values():
         (["seed=abc"], "seed='abc' must be an int (got str)"),
         (
             ["method=memco", "method.threshold=abc"],
-            "method.threshold='abc' must be a number (memarena.memory.memco.method.MemCo takes "
-            "threshold: float; got str)",
+            "method.threshold='abc' must be a number > 0 and < 1 (memarena.memory.memco.method."
+            "MemCo takes threshold: float > 0 and < 1; got str)",
         ),
     ],
 )

@@ -135,7 +135,7 @@ def test_an_unusable_extraction_keeps_the_trajectory_and_is_counted():
 def test_bad_values_name_the_key_and_the_choices():
     with pytest.raises(ConfigError, match=r"method.note_content='summary'.*trajectory"):
         _amem(FakeLLM(), note_content="summary")
-    with pytest.raises(ConfigError, match=r"method.success_only='yes'; valid values"):
+    with pytest.raises(ConfigError, match=r"method.success_only='yes' must be true or false"):
         _amem(FakeLLM(), success_only="yes")
 
 

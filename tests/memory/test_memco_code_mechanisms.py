@@ -130,7 +130,7 @@ def test_cross_domain_pddl_shows_no_unavailable_next_action(pddl, kwargs):
 
 
 def test_bad_unavailable_next_and_weights_are_named():
-    with pytest.raises(ConfigError, match="unavailable_local='keep'"):
+    with pytest.raises(ConfigError, match="unavailable_next_local='keep' must be one of"):
         MemCo(env_name="pddl", unavailable_next_local="keep")
     with pytest.raises(ConfigError, match="method.global_weight=0"):
         MemCo(env_name="pddl", global_weight=0)

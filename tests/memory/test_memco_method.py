@@ -196,7 +196,7 @@ def test_concat_lists_the_per_step_retrieval_as_stored():
         q = build_query(mq, memory.adapter)
         pool = local_pool(local.store, local.graph.neighborhood(q.state, memory.max_transitions))
         glob = global_pool(memory.global_memory)
-        expected = retrieve_pools(q, pool, glob, memory.adapter, memory.settings)
+        expected = retrieve_pools(q, pool, glob, memory.adapter, memory.retrieval)
         assert context.memory_ids == [e.id for e in expected.local + expected.global_]
         assert len(expected.local) == n_local[name] and len(expected.global_) == n_global[name]
         text = context.slots["memco"]
@@ -213,7 +213,7 @@ def test_concat_lists_the_per_step_retrieval_as_stored():
         ({"composition": "all"}, "method.composition='all'"),
         ({"threshold": 1.5}, "method.threshold=1.5"),
         ({"use_local": False, "use_global": False}, "both false"),
-        ({"facets": ["q"]}, "subset of"),
+        ({"facets": ["q"]}, "method.facets=\\['q'\\] must be a list of values that are one of"),
     ],
 )
 def test_bad_settings_are_named(kwargs, message):

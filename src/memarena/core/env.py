@@ -134,3 +134,10 @@ class Env(ABC):
     def close(self) -> None:
         """Release what the env holds (JVMs, subprocesses); called once when the job ends."""
         return None
+
+
+def env_family(name: str) -> str:
+    """The benchmark an env name belongs to, its stand-ins and datasets included:
+    ``appworld_smoke`` and ``appworld`` are ``appworld``, ``pddl_generated`` is ``pddl``,
+    ``fever_official`` is ``fever``. Methods settle their ``official`` readings by it."""
+    return str(name).split("_", 1)[0]

@@ -96,6 +96,7 @@ from memarena.core.gc_pause import gc_paused
 from memarena.core.llm_types import ChatRequest, Completion, seeded_for_run
 from memarena.core.progress import heartbeat
 from memarena.core.protocols import Backbone, Embedder
+from memarena.core.settings import MethodSettings
 from memarena.core.types import MemoryContext, MemoryQuery, Outcome, Trajectory
 
 SNAPSHOT_FILE = "memory.json"
@@ -203,13 +204,26 @@ class MemoryMethod:
     has_global: bool = False  # True: merge_domains builds a global memory after acquisition
     own_domain_memories: bool = False  # True: the method keeps per-domain memories itself
 
+    # the method's settings class (memarena.core.settings); the constructor takes an instance or
+    # its fields as keyword arguments and keeps it, resolved for the env, as ``self.settings``
+    Settings: type[MethodSettings] = MethodSettings
+
     def __init__(
         self,
+        settings: MethodSettings | None = None,
+        /,
         *,
         name: str | None = None,
         services: MemoryServices | None = None,
         env_name: str = "",
+        **values: Any,
     ) -> None:
+        given = self.Settings.take(settings, values)
+        if values:
+            raise TypeError(
+                f"{type(self).__name__} got unexpected keyword arguments: {sorted(values)}"
+            )
+        self.settings = given.resolved(env_name)
         if name is not None:
             self.name = name
         if self.granularity not in GRANULARITIES:

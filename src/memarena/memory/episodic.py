@@ -36,6 +36,8 @@ from memarena.core import (
     Trajectory,
 )
 from memarena.core.json_budget import reply_tokens, token_caps
+from memarena.core.settings import MethodSettings
+from memarena.core.typecheck import Count, NonNegative, Positive
 from memarena.memory.llm_calls import clip_text, json_batch
 from memarena.memory.vectors import (
     QueryEncoder,
@@ -305,6 +307,19 @@ def summary_schema(max_chars: int) -> dict[str, Any]:
 MODES = ("parity", "faithful")
 
 
+@dataclass(frozen=True)
+class BaselineSettings(MethodSettings):
+    """The keys every :class:`ModalBaseline` takes; each subclass's settings add its own and
+    narrow ``mode`` to its modes."""
+
+    mode: str | None = None  # null: the method's first mode
+    top_k: Count | None = None  # null: the mode's
+    observe_batch: Positive = 16
+    observation_chars: Positive = 300
+    max_tokens: Any = None
+    temperature: NonNegative | None = None  # null: the method's TEMPERATURE
+
+
 class ModalBaseline(MemoryMethod):
     """Base of MemoryBank, Voyager and Generative Agents (see the module docstring).
 
@@ -325,35 +340,29 @@ class ModalBaseline(MemoryMethod):
     COUNTS: tuple[str, ...] = ("writes",)
     TEMPERATURE: float = 0.0  # the memory LLM's sampling temperature when the config gives none
 
-    def __init__(
-        self,
-        mode: str | None = None,
-        top_k: int | None = None,
-        observe_batch: int = 16,
-        observation_chars: int = 300,
-        max_tokens: Any = None,
-        temperature: float | None = None,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(**kwargs)
-        mode = self.MODES[0] if mode is None else mode
+    Settings = BaselineSettings
+
+    def __init__(self, settings: BaselineSettings | None = None, /, **kwargs: Any) -> None:
+        super().__init__(settings, **kwargs)
+        s: BaselineSettings = self.settings
+        mode = self.MODES[0] if s.mode is None else s.mode
         if mode not in self.MODES:
             raise ConfigError(f"memarena: method.mode={mode!r}; valid values: {list(self.MODES)}.")
         self.mode = mode
-        self.top_k = self.DEFAULT_TOP_K[mode] if top_k is None else int(top_k)
-        if self.top_k < 0:
-            raise ConfigError(f"memarena: method.top_k={top_k} must be >= 0 (null: the mode's).")
+        self.top_k = self.DEFAULT_TOP_K[mode] if s.top_k is None else int(s.top_k)
         # the memory is read while acquiring (waves of protocol.update_every); without it
         # tasks are observed this many at a time, one batched call per purpose
-        self.acquisition_observe_tasks = int(observe_batch)
+        self.acquisition_observe_tasks = s.observe_batch
         self.clock = 0  # tasks observed so far: the memory's time
         self.counts = {c: 0 for c in self.COUNTS}
         self.token_usage = {p: {} for p in self.PURPOSES}
         self.fallbacks: dict[str, int] = {}
-        self.observation_chars = int(observation_chars)
+        self.observation_chars = s.observation_chars
         self.token_caps: dict[str, int | None] = {}
-        self.set_token_caps(max_tokens)
-        self.temperature = float(self.TEMPERATURE if temperature is None else temperature)
+        self.set_token_caps(s.max_tokens)
+        # a per-purpose mapping (MemRL's) is the subclass's to read
+        number = isinstance(s.temperature, int | float) and not isinstance(s.temperature, bool)
+        self.temperature = float(s.temperature if number else self.TEMPERATURE)
 
     def _observe(self, trajectory: Trajectory, outcome: Outcome) -> None:
         self.observe_groups([[(trajectory, outcome)]])

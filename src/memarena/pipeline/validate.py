@@ -21,15 +21,13 @@ interpolation cannot resolve here (``${hydra:...}`` in the pre-check) is not che
 
 from __future__ import annotations
 
-import collections.abc as abc
+import dataclasses
 import difflib
 import functools
 import inspect
-import os
-import types
 import typing
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from pathlib import Path, PurePath
+from pathlib import Path
 from typing import Any
 
 from hydra.utils import get_object
@@ -37,6 +35,8 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from memarena.core import ConfigError
+from memarena.core.settings import MethodSettings, suggestion
+from memarena.core.typecheck import describe, fits, type_name, written
 from memarena.pipeline.protocol import ProtocolSettings
 
 # keys Hydra's instantiate reads itself
@@ -74,7 +74,9 @@ CONF_DIR = Path(__file__).resolve().parents[3] / "conf"
 
 
 def accepted_keys(target: str) -> tuple[list[str] | None, str]:
-    """(the keyword arguments ``target`` takes, or None when it takes any; its dotted name)."""
+    """(the keyword arguments ``target`` takes, or None when it takes any; its dotted name).
+    A class with ``Settings`` (a method's :class:`~memarena.core.settings.MethodSettings`)
+    takes their fields too."""
     obj = get_object(target)
     name = f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', target)}"
     if not inspect.isclass(obj):
@@ -82,7 +84,16 @@ def accepted_keys(target: str) -> tuple[list[str] | None, str]:
     keys: list[str] = []
     for init in _inits(obj):
         keys += [k for k in _named(inspect.signature(init), skip_self=True) or [] if k not in keys]
+    keys += [k for k in _settings_hints(obj) if k not in keys]
     return keys, name
+
+
+def _settings_hints(klass: type) -> dict[str, Any]:
+    """The field annotations of ``klass.Settings`` when it is a method's settings class."""
+    settings = getattr(klass, "Settings", None)
+    if isinstance(settings, type) and issubclass(settings, MethodSettings):
+        return {f.name: settings.hints().get(f.name, Any) for f in dataclasses.fields(settings)}
+    return {}
 
 
 def _inits(klass: type) -> Iterator[Callable]:
@@ -161,7 +172,7 @@ def type_message(full: str, value: Any, hint: Any, takes: str, source: str | Non
         quote = f" (quote it to pass a string: {full}=\"'{value}'\")"
     return (
         f"memarena: {full}={value!r} must be {describe(hint)} ({takes}got "
-        f"{_type_name(value)}). {fix}{quote}; the run did not start."
+        f"{type_name(value)}).{suggestion(value, hint)} {fix}{quote}; the run did not start."
     )
 
 
@@ -325,6 +336,9 @@ def param_annotations(target: str) -> dict[str, tuple[Any, str]]:
         for p in params[1:] if inspect.isclass(obj) else params:
             if p.kind in kinds and p.name not in out:
                 out[p.name] = _evaluated(p.annotation, func)
+    if inspect.isclass(obj):
+        for key, hint in _settings_hints(obj).items():
+            out.setdefault(key, (hint, written(hint)))
     return out
 
 
@@ -338,103 +352,6 @@ def _evaluated(annotation: Any, func: Callable) -> tuple[Any, str]:
         return eval(annotation, dict(namespace)), annotation  # noqa: S307 (the code's own text)
     except Exception:  # a name only imported under TYPE_CHECKING: not checked
         return Any, annotation
-
-
-_SEQUENCES = (list, tuple, set, frozenset, abc.Sequence, abc.MutableSequence, abc.Iterable,
-              abc.Collection, abc.Set, abc.MutableSet)  # fmt: skip
-_MAPPINGS = (dict, abc.Mapping, abc.MutableMapping)
-_NAMES = {int: "an int", float: "a number", bool: "true or false", str: "a string"}
-_PLURALS = {int: "ints", float: "numbers", bool: "true/false values", str: "strings"}
-_PATHS = (Path, PurePath, os.PathLike)
-
-
-def _unknown(hint: Any) -> bool:
-    return hint is Any or hint is inspect.Parameter.empty or isinstance(hint, typing.TypeVar)
-
-
-def fits(value: Any, hint: Any) -> bool:
-    """Whether the plain config ``value`` (int, float, bool, str, None, list, dict) fits the
-    annotation ``hint``. ``bool`` is not an int here, an int is a float, a path takes a
-    string, None fits only where ``None`` is allowed (``X | None``, ``Optional[X]``); a list
-    or a mapping is checked item by item. An annotation the check does not know (a class, a
-    Protocol, a Callable) passes: the constructor checks it."""
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if _unknown(hint):
-        return True
-    if origin is typing.Annotated:
-        return fits(value, args[0])
-    if hint is None or hint is type(None):
-        return value is None
-    if origin in (typing.Union, types.UnionType):
-        return any(fits(value, a) for a in args)
-    if origin is typing.Literal:
-        return any(value == a and isinstance(value, bool) == isinstance(a, bool) for a in args)
-    if hint is bool:
-        return isinstance(value, bool)
-    if hint is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    if hint is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if hint is str:
-        return isinstance(value, str)
-    if hint in _PATHS:
-        return isinstance(value, (str, PurePath))
-    kind = origin or hint
-    if kind in _SEQUENCES:
-        if not isinstance(value, (list, tuple)):
-            return False
-        if kind is tuple and args and args[-1] is not Ellipsis:
-            return len(value) == len(args) and all(map(fits, value, args))
-        return all(fits(v, args[0]) for v in value) if args else True
-    if kind in _MAPPINGS:
-        if not isinstance(value, dict):
-            return False
-        if len(args) != 2:
-            return True
-        return all(fits(k, args[0]) and fits(v, args[1]) for k, v in value.items())
-    return True
-
-
-def describe(hint: Any) -> str:
-    """What ``hint`` asks for, in words: ``int | None`` -> "an int or null"."""
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if _unknown(hint):
-        return "any value"
-    if origin is typing.Annotated:
-        return describe(args[0])
-    if hint is None or hint is type(None):
-        return "null"
-    if origin in (typing.Union, types.UnionType):
-        arms = [a for a in args if a is not type(None)]
-        words = list(dict.fromkeys(describe(a) for a in arms))
-        return " or ".join(words + (["null"] if len(arms) < len(args) else []))
-    if origin is typing.Literal:
-        return "one of " + ", ".join(repr(a) for a in args)
-    if hint in _NAMES:
-        return _NAMES[hint]
-    if hint in _PATHS:
-        return "a path (a string)"
-    kind = origin or hint
-    if kind in _SEQUENCES:
-        if kind is tuple and args and args[-1] is not Ellipsis:
-            return f"a list of {len(args)} ({', '.join(describe(a) for a in args)})"
-        return "a list" + (f" of {_plural(args[0])}" if args and not _unknown(args[0]) else "")
-    if kind in _MAPPINGS:
-        if len(args) == 2 and not (_unknown(args[0]) and _unknown(args[1])):
-            return f"a mapping of {_plural(args[0])} to {_plural(args[1])}"
-        return "a mapping"
-    return f"a {getattr(hint, '__name__', str(hint))}"
-
-
-def _plural(hint: Any) -> str:
-    if hint in _PLURALS:
-        return _PLURALS[hint]
-    return "values" if _unknown(hint) else f"values that are {describe(hint)}"
-
-
-def _type_name(value: Any) -> str:
-    names = {type(None): "null", dict: "a mapping", list: "a list"}
-    return names.get(type(value), type(value).__name__)
 
 
 # --------------------------------------------------------------------------------------------

@@ -71,14 +71,17 @@ once per task with the task as the query, and its memory is frozen while evaluat
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import numpy as np
 
 from memarena.core import ChatRequest, ConfigError, MemoryContext, MemoryQuery
+from memarena.core.typecheck import Count, Positive
 from memarena.memory.amem import memco_layout, prompts
 from memarena.memory.amem.notes import Note, apply_evolution
 from memarena.memory.episodic import (
+    BaselineSettings,
     ModalBaseline,
     Pair,
     StoredTask,
@@ -88,10 +91,6 @@ from memarena.memory.episodic import (
 )
 from memarena.memory.llm_calls import clip_text, record_fallback
 
-NOTE_TERMS = ("default", "tokens")
-INDEX_TEXTS = ("amem", "memco", "content")
-LAYOUTS = ("amem", "memco")
-NOTE_CONTENTS = ("trajectory", "extracted")
 # what a snapshot's notes and index rows were written under (checked when it is loaded); a
 # snapshot from before these keys was written under their A-Mem readings
 WRITING_KEYS = (
@@ -105,24 +104,29 @@ WRITING_KEYS = (
 )
 
 
-def _choice(key: str, value: Any, valid: tuple[str, ...]) -> str:
-    if value not in valid:
-        raise ConfigError(f"memarena: method.{key}={value!r}; valid values: {list(valid)}.")
-    return str(value)
-
-
 def _value(value: Any) -> str:
     if isinstance(value, bool):
         return str(value).lower()
     return "null" if value is None else str(value)
 
 
-def _optional_count(key: str, value: Any) -> int | None:
-    if value is None:
-        return None
-    if int(value) < 1:
-        raise ConfigError(f"memarena: method.{key}={value} must be >= 1 or null (no limit).")
-    return int(value)
+@dataclass(frozen=True)
+class AMemSettings(BaselineSettings):
+    """A-Mem's keys (``conf/method/amem.yaml``; MemCo's no-LLM reading: ``amem_lite.yaml``)."""
+
+    mode: Literal["full", "lite"] = "full"
+    linked_k: Count | None = None  # null: top_k
+    hint_k: Count = 0
+    insight_k: Count = 0
+    note_terms: Literal["default", "tokens"] = "default"
+    index_text: Literal["amem", "memco", "content"] | None = None  # null: the mode's
+    layout: Literal["amem", "memco"] = "amem"
+    evolution_k: Positive = 5
+    consolidate_every: Positive = 100
+    observation_chars: Positive | None = 300  # null: no limit
+    content_chars: Positive | None = 4000  # null: no limit
+    success_only: bool = False
+    note_content: Literal["trajectory", "extracted"] = "trajectory"
 
 
 class AMem(ModalBaseline):
@@ -142,53 +146,22 @@ class AMem(ModalBaseline):
     # skipped: failed tasks not written (success_only)
     COUNTS = ("writes", "evolutions", "links", "neighbour_updates", "consolidations", "skipped")
 
-    def __init__(
-        self,
-        mode: str = "full",
-        top_k: int | None = None,
-        linked_k: int | None = None,
-        hint_k: int = 0,
-        insight_k: int = 0,
-        note_terms: str = "default",
-        index_text: str | None = None,
-        layout: str = "amem",
-        evolution_k: int = 5,
-        consolidate_every: int = 100,
-        observation_chars: int | None = 300,
-        content_chars: int | None = 4000,
-        success_only: bool = False,
-        note_content: str = "trajectory",
-        observe_batch: int = 16,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(mode=mode, top_k=top_k, observe_batch=observe_batch, **kwargs)
-        if evolution_k < 1 or consolidate_every < 1:
-            raise ConfigError(
-                "memarena: method=amem needs evolution_k >= 1 and consolidate_every >= 1; got "
-                f"{evolution_k}, {consolidate_every}."
-            )
-        if int(hint_k) < 0 or int(insight_k) < 0:
-            raise ConfigError(
-                f"memarena: method.hint_k={hint_k} and method.insight_k={insight_k} must be >= 0."
-            )
-        self.linked_k = self.top_k if linked_k is None else int(linked_k)
-        self.hint_k, self.insight_k = int(hint_k), int(insight_k)
-        self.note_terms = _choice("note_terms", note_terms, NOTE_TERMS)
-        self.index_text = _choice(
-            "index_text",
-            self.DEFAULT_INDEX_TEXT[self.mode] if index_text is None else index_text,
-            INDEX_TEXTS,
-        )
-        self.layout = _choice("layout", layout, LAYOUTS)
-        self.evolution_k, self.consolidate_every = int(evolution_k), int(consolidate_every)
-        self.observation_chars = _optional_count("observation_chars", observation_chars)
-        self.content_chars = _optional_count("content_chars", content_chars)
-        if not isinstance(success_only, bool):
-            raise ConfigError(
-                f"memarena: method.success_only={success_only!r}; valid values: [true, false]."
-            )
-        self.success_only = success_only
-        self.note_content = _choice("note_content", note_content, NOTE_CONTENTS)
+    Settings = AMemSettings
+
+    def __init__(self, settings: AMemSettings | None = None, /, **kwargs: Any) -> None:
+        super().__init__(settings, **kwargs)
+        s: AMemSettings = self.settings
+        self.linked_k = self.top_k if s.linked_k is None else s.linked_k
+        self.hint_k, self.insight_k = s.hint_k, s.insight_k
+        self.note_terms = s.note_terms
+        default_index = self.DEFAULT_INDEX_TEXT[self.mode]
+        self.index_text = default_index if s.index_text is None else s.index_text
+        self.layout = s.layout
+        self.evolution_k, self.consolidate_every = s.evolution_k, s.consolidate_every
+        self.observation_chars = s.observation_chars
+        self.content_chars = s.content_chars
+        self.success_only = s.success_only
+        self.note_content = s.note_content
         self.notes: dict[str, Note] = {}
         self.index = VectorIndex()
 

@@ -37,16 +37,16 @@ editable insight graph (evograph_mem.txt, Sections 3.2-3.4).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import numpy as np
 
 from memarena.core import ConfigError, Outcome, Trajectory
+from memarena.core.typecheck import Count, NonNegative, Positive
 from memarena.memory.evograph.controller import (
     DEFAULT_CONTEXT_TOKENS,
     EDIT_OPS,
-    KEEP_MODES,
     ControllerItem,
     Decision,
     GraphController,
@@ -55,10 +55,22 @@ from memarena.memory.evograph.controller import (
 )
 from memarena.memory.evograph.insight_graph import InsightGraph
 from memarena.memory.gmemory.method import PURPOSES as GMEMORY_PURPOSES
-from memarena.memory.gmemory.method import GMemory, _zero_usage
+from memarena.memory.gmemory.method import GMemory, GMemorySettings, _zero_usage
 from memarena.memory.gmemory.query_graph import RESOLVED
 
 __all__ = ["EvoGraphMem", "trajectory_text"]
+
+
+@dataclass(frozen=True)
+class EvoGraphSettings(GMemorySettings):
+    """EvoGraph-Mem's keys on top of G-Memory's (``conf/method/evograph.yaml``)."""
+
+    top_b: Count = 5  # B of Eq. 10 (the paper gives no value)
+    lam: NonNegative = 1.0  # lambda of Eq. 8
+    controller_ops: tuple[Literal["KEEP", "ARCHIVE", "REVISE"], ...] = ("KEEP", "ARCHIVE", "REVISE")
+    allow_add: bool = True
+    keep_mode: Literal["reinforce", "untouched"] = "reinforce"  # what KEEP does
+    controller_context_tokens: Positive | None = None  # null: the memory backbone's context
 
 
 class EvoGraphMem(GMemory):
@@ -72,44 +84,23 @@ class EvoGraphMem(GMemory):
     has_global = False
     PURPOSES = (*GMEMORY_PURPOSES, "controller")
 
-    def __init__(
-        self,
-        lam: float = 1.0,
-        controller_ops: Sequence[str] = EDIT_OPS,
-        allow_add: bool = True,
-        top_b: int = 5,
-        keep_mode: str = "reinforce",
-        controller_context_tokens: int | None = None,
-        **kwargs: Any,
-    ) -> None:
+    Settings = EvoGraphSettings
+
+    def __init__(self, settings: EvoGraphSettings | None = None, /, **kwargs: Any) -> None:
         # query retrieval is G-Memory's (the code EvoGraph-Mem builds on); B of Eq. 10 its own
-        super().__init__(top_b=top_b, **kwargs)
-        ops = tuple(str(o).upper() for o in controller_ops)
-        if not ops or any(o not in EDIT_OPS for o in ops):
+        super().__init__(settings, **kwargs)
+        s: EvoGraphSettings = self.settings
+        ops = tuple(dict.fromkeys(s.controller_ops))
+        if not ops:
             raise ConfigError(
-                f"memarena: method.controller_ops={list(controller_ops)} must be a non-empty "
-                f"subset of {list(EDIT_OPS)} (Figure 3: [KEEP], [KEEP, ARCHIVE], all three)."
+                f"memarena: method.controller_ops=[] must be a non-empty subset of "
+                f"{list(EDIT_OPS)} (Figure 3: [KEEP], [KEEP, ARCHIVE], all three)."
             )
-        if float(lam) < 0:
-            raise ConfigError(f"memarena: method.lam={lam} must be >= 0 (Eq. 8).")
-        if keep_mode not in KEEP_MODES:
-            raise ConfigError(
-                f"memarena: method.keep_mode={keep_mode!r} is not one of {list(KEEP_MODES)} "
-                "(reinforce: KEEP is Eq. 17, Omega+ | {q}; untouched: KEEP changes nothing, "
-                "Figure 3's add+keep)."
-            )
-        if controller_context_tokens is not None and int(controller_context_tokens) < 1:
-            raise ConfigError(
-                f"memarena: method.controller_context_tokens={controller_context_tokens} must be "
-                "a positive number of tokens, or null for the memory backbone's context."
-            )
-        self.lam = float(lam)
+        self.lam = float(s.lam)
         self.controller_ops = ops
-        self.allow_add = bool(allow_add)
-        self.keep_mode = str(keep_mode)
-        self.controller_context_tokens = (
-            None if controller_context_tokens is None else int(controller_context_tokens)
-        )
+        self.allow_add = s.allow_add
+        self.keep_mode = s.keep_mode
+        self.controller_context_tokens = s.controller_context_tokens
         self.graph = InsightGraph()
         self.token_usage["controller"] = _zero_usage()
         self.decisions: dict[str, int] = {op: 0 for op in (*EDIT_OPS, "ADD")}

@@ -30,10 +30,13 @@ importance of ``FALLBACK_IMPORTANCE``, no questions or insights from it.
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
 
-from memarena.core import ChatRequest, ConfigError, MemoryContext, MemoryQuery
+from memarena.core import ChatRequest, MemoryContext, MemoryQuery
+from memarena.core.typecheck import NonNegative, Positive, Range
 from memarena.memory.episodic import (
+    BaselineSettings,
     ModalBaseline,
     Pair,
     StoredTask,
@@ -55,6 +58,20 @@ from memarena.memory.llm_calls import record_fallback
 FALLBACK_IMPORTANCE = 5  # the middle of the scale (memarena's choice)
 
 
+@dataclass(frozen=True)
+class GenerativeAgentsSettings(BaselineSettings):
+    """Generative Agents' keys (``conf/method/generative_agents.yaml`` gives their sources)."""
+
+    mode: Literal["parity", "faithful"] = "parity"
+    recency_decay: Annotated[float, Range(gt=0, le=1)] = 0.995
+    weights: tuple[float, float, float] = (1.0, 1.0, 1.0)  # recency, importance, relevance
+    reflection_threshold: NonNegative = 150.0
+    reflection_window: Positive = 100
+    reflection_questions: Positive = 3
+    reflection_evidence: Positive = 10
+    insights_per_question: Positive = 5
+
+
 class GenerativeAgents(ModalBaseline):
     """Generative Agents' memory (parameters in ``conf/method/generative_agents.yaml``)."""
 
@@ -64,31 +81,17 @@ class GenerativeAgents(ModalBaseline):
     PURPOSES = ("importance", "questions", "insights", "relevance")
     COUNTS = ("writes", "reflections", "insights")
 
+    Settings = GenerativeAgentsSettings
+
     def __init__(
-        self,
-        mode: str = "parity",
-        top_k: int | None = None,
-        recency_decay: float = 0.995,
-        weights: tuple[float, float, float] | list[float] = (1.0, 1.0, 1.0),
-        reflection_threshold: float = 150.0,
-        reflection_window: int = 100,
-        reflection_questions: int = 3,
-        reflection_evidence: int = 10,
-        insights_per_question: int = 5,
-        observe_batch: int = 16,
-        **kwargs: Any,
+        self, settings: GenerativeAgentsSettings | None = None, /, **kwargs: Any
     ) -> None:
-        super().__init__(mode=mode, top_k=top_k, observe_batch=observe_batch, **kwargs)
-        if len(weights) != 3 or not 0.0 < recency_decay <= 1.0:
-            raise ConfigError(
-                "memarena: method=generative_agents needs weights = [recency, importance, "
-                f"relevance] and recency_decay in (0, 1]; got weights={list(weights)}, "
-                f"recency_decay={recency_decay}."
-            )
-        self.decay, self.weights = float(recency_decay), tuple(float(w) for w in weights)
-        self.threshold = float(reflection_threshold)
-        self.window, self.n_questions = int(reflection_window), int(reflection_questions)
-        self.n_evidence, self.n_insights = int(reflection_evidence), int(insights_per_question)
+        super().__init__(settings, **kwargs)
+        s: GenerativeAgentsSettings = self.settings
+        self.decay, self.weights = float(s.recency_decay), tuple(float(w) for w in s.weights)
+        self.threshold = float(s.reflection_threshold)
+        self.window, self.n_questions = s.reflection_window, s.reflection_questions
+        self.n_evidence, self.n_insights = s.reflection_evidence, s.insights_per_question
         self.stream = MemoryStream()  # faithful
         self.pending_importance = 0.0  # summed importance since the last reflection
         self.tasks: dict[str, StoredTask] = {}  # parity

@@ -92,12 +92,15 @@ from __future__ import annotations
 
 import logging
 import random
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import numpy as np
 
 from memarena.core import ConfigError, MemoryContext, MemoryMethod, MemoryQuery, Outcome, Trajectory
 from memarena.core.json_budget import token_caps
+from memarena.core.settings import MethodSettings
+from memarena.core.typecheck import Count, NonNegative, Positive
 from memarena.memory.gmemory import episodes, maintenance, prompts
 from memarena.memory.gmemory.insights import InsightGraph
 from memarena.memory.gmemory.interaction import (
@@ -114,8 +117,35 @@ from memarena.memory.vectors import QueryEncoder, embedder_identity, stored_matc
 log = logging.getLogger(__name__)
 
 PURPOSES = ("key_steps", "fail_reason", "relevance", "insights", "merge")
-FAILED_CASES = ("none", "hint")  # how retrieved failed tasks reach the prompt
-INSIGHT_IDENTITIES = ("text", "id")  # what names a shown insight (text: G-Memory's code)
+
+
+@dataclass(frozen=True)
+class GMemorySettings(MethodSettings):
+    """G-Memory's keys (``conf/method/gmemory.yaml`` gives each one's source; MemCo's fork:
+    ``gmemory_memco.yaml``)."""
+
+    k: Positive = 1  # nearest queries
+    hops: Count = 1
+    top_b: Count = 3  # insights shown
+    n_successes: Count = 1
+    retrieve_threshold: float = 0.0
+    rerank_successes: bool = True
+    link_k: Count = 10
+    link_threshold: float = 0.85
+    start_insights_threshold: Count = 5
+    rounds_per_insights: Positive = 5
+    insights_point_num: Count = 5
+    merge_every: Positive = 20
+    max_key_steps: Count = 5
+    key_steps_temperature: NonNegative = 0.1  # G-Memory's code: 0.1; MemCo's fork: 0
+    memory_temperature: NonNegative = 0.1  # llm_config's default for calls that set none
+    show_key_steps: bool = True
+    n_failed: Count = 0
+    failed_cases: Literal["none", "hint"] = "none"  # how retrieved failed tasks reach the prompt
+    insight_identity: Literal["text", "id"] = "text"  # what names a shown insight
+    use_llm: bool = True
+    max_tokens: Any = None
+    seed: int = 0
 STORED_OBS_CHARS = 300
 
 
@@ -130,84 +160,28 @@ class GMemory(MemoryMethod):
     explains_failures = True  # ask the LLM why a failed task failed (comparative pass input)
     PURPOSES: tuple[str, ...] = PURPOSES  # memory-LLM calls, as counted in token_usage
 
-    def __init__(
-        self,
-        k: int = 1,
-        hops: int = 1,
-        top_b: int = 3,
-        n_successes: int = 1,
-        retrieve_threshold: float = 0.0,
-        rerank_successes: bool = True,
-        link_k: int = 10,
-        link_threshold: float = 0.85,
-        start_insights_threshold: int = 5,
-        rounds_per_insights: int = 5,
-        insights_point_num: int = 5,
-        merge_every: int = 20,
-        max_key_steps: int = 5,
-        key_steps_temperature: float = 0.1,
-        memory_temperature: float = 0.1,
-        show_key_steps: bool = True,
-        n_failed: int = 0,
-        failed_cases: str = "none",
-        insight_identity: str = "text",
-        use_llm: bool = True,
-        max_tokens: Any = None,
-        seed: int = 0,
-        env_name: str = "",
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(**kwargs)
-        counts = dict(hops=hops, top_b=top_b, n_successes=n_successes)
-        counts.update(max_key_steps=max_key_steps, insights_point_num=insights_point_num)
-        counts.update(start_insights_threshold=start_insights_threshold, n_failed=n_failed)
-        if k < 1 or any(v < 0 for v in counts.values()):
-            wrong = ", ".join(f"{key}={v}" for key, v in {"k": k, **counts}.items())
-            raise ConfigError(f"memarena: method=gmemory needs k >= 1 and the rest >= 0; {wrong}.")
-        if rounds_per_insights < 1 or merge_every < 1:
-            raise ConfigError(
-                f"memarena: method.rounds_per_insights={rounds_per_insights} and method."
-                f"merge_every={merge_every} must be >= 1 (G-Memory uses 5 and 20)."
-            )
-        if failed_cases not in FAILED_CASES:
-            raise ConfigError(
-                f"memarena: method.failed_cases={failed_cases!r} is not one of {FAILED_CASES} "
-                "(none: failed tasks are never shown, G-Memory; hint: one line, MemCo's fork)."
-            )
-        if insight_identity not in INSIGHT_IDENTITIES:
-            raise ConfigError(
-                f"memarena: method.insight_identity={insight_identity!r} is not one of "
-                f"{INSIGHT_IDENTITIES} (text: an insight is its wording, G-Memory's code; id: "
-                "the insight picked at retrieval)."
-            )
-        if float(memory_temperature) < 0:
-            raise ConfigError(
-                f"memarena: method.memory_temperature={memory_temperature} must be >= 0 "
-                "(G-Memory's code: 0.1, its llm_config default)."
-            )
-        if float(key_steps_temperature) < 0:
-            raise ConfigError(
-                f"memarena: method.key_steps_temperature={key_steps_temperature} must be >= 0 "
-                "(G-Memory's code: 0.1; MemCo's fork: 0)."
-            )
-        self.env_name = env_name
-        self.k, self.hops, self.top_b = int(k), int(hops), int(top_b)
-        self.n_successes, self.retrieve_threshold = int(n_successes), float(retrieve_threshold)
-        self.rerank_successes = bool(rerank_successes)
-        self.start_insights_threshold = int(start_insights_threshold)
-        self.rounds_per_insights, self.merge_every = int(rounds_per_insights), int(merge_every)
-        self.insights_point_num, self.max_key_steps = int(insights_point_num), int(max_key_steps)
-        self.key_steps_temperature = float(key_steps_temperature)
+    Settings = GMemorySettings
+
+    def __init__(self, settings: GMemorySettings | None = None, /, **kwargs: Any) -> None:
+        super().__init__(settings, **kwargs)
+        s: GMemorySettings = self.settings
+        self.k, self.hops, self.top_b = s.k, s.hops, s.top_b
+        self.n_successes, self.retrieve_threshold = s.n_successes, float(s.retrieve_threshold)
+        self.rerank_successes = s.rerank_successes
+        self.start_insights_threshold = s.start_insights_threshold
+        self.rounds_per_insights, self.merge_every = s.rounds_per_insights, s.merge_every
+        self.insights_point_num, self.max_key_steps = s.insights_point_num, s.max_key_steps
+        self.key_steps_temperature = float(s.key_steps_temperature)
         # cause of failure, relevance, insight fine-tuning and merge: the reference passes no
         # temperature, so its llm_config default (configs/configs.yaml: 0.1) applies
-        self.memory_temperature = float(memory_temperature)
-        self.show_key_steps = bool(show_key_steps)
-        self.n_failed, self.failed_cases = int(n_failed), str(failed_cases)
-        self.insight_identity = str(insight_identity)
-        self.use_llm, self.seed = bool(use_llm), int(seed)
+        self.memory_temperature = float(s.memory_temperature)
+        self.show_key_steps = s.show_key_steps
+        self.n_failed, self.failed_cases = s.n_failed, s.failed_cases
+        self.insight_identity = s.insight_identity
+        self.use_llm, self.seed = s.use_llm, s.seed
         # reply-budget caps per purpose; None: the bound of the answer's schema
-        self.token_caps = token_caps(max_tokens, self.PURPOSES, "method")
-        self.queries = QueryGraph(link_k=link_k, link_threshold=link_threshold)
+        self.token_caps = token_caps(s.max_tokens, self.PURPOSES, "method")
+        self.queries = QueryGraph(link_k=s.link_k, link_threshold=s.link_threshold)
         self.insights = InsightGraph()
         self.shown: dict[str, list[str]] = {}  # task id -> insight ids shown at retrieval
         # insight_identity=text: task id -> the wordings shown at retrieval (scored by wording)

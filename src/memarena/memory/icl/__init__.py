@@ -9,15 +9,24 @@ ships, e.g. FEVER's three). Nothing is acquired, retrieved or stored.
 
 from __future__ import annotations
 
-from memarena.core import ConfigError, MemoryMethod
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from memarena.core import MemoryMethod
+from memarena.core.settings import MethodSettings
+from memarena.core.typecheck import Count
+
+
+@dataclass(frozen=True)
+class ICLSettings(MethodSettings):
+    n_shots: Literal["all"] | Count = "all"  # the benchmark's worked examples shown
 
 
 class ICLMemory(MemoryMethod):
     name = "icl"
     learns = False
+    Settings = ICLSettings
 
-    def __init__(self, n_shots: int | str = "all", **kwargs) -> None:
-        super().__init__(**kwargs)
-        if n_shots != "all" and (not isinstance(n_shots, int) or n_shots < 0):
-            raise ConfigError(f"memarena: method.n_shots={n_shots!r} must be 'all' or an int >= 0.")
-        self.benchmark_examples = n_shots
+    def __init__(self, settings: ICLSettings | None = None, /, **kwargs: Any) -> None:
+        super().__init__(settings, **kwargs)
+        self.benchmark_examples = self.settings.n_shots

@@ -38,12 +38,14 @@ import asyncio
 import importlib.util
 import logging
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import numpy as np
 
 from memarena.core import ConfigError, MemoryContext, MemoryQuery, Outcome, Trajectory
-from memarena.memory.episodic import ModalBaseline, Pair
+from memarena.core.typecheck import Count, Positive
+from memarena.memory.episodic import BaselineSettings, ModalBaseline, Pair
 from memarena.memory.langmem import prompts
 from memarena.memory.langmem.schema import Episode, render_episode
 from memarena.memory.llm_calls import clip_text, record_fallback
@@ -53,7 +55,6 @@ log = logging.getLogger(__name__)
 
 SLOT = "langmem_episodes"
 MANAGER_ERROR = "langmem_manager_error"  # fallback kind: the manager raised on a trajectory
-INSTRUCTIONS = ("episodic", "package")
 ALL = 1_000_000_000  # "every item" for a store listing
 
 
@@ -67,6 +68,24 @@ def require_langmem() -> None:
         )
 
 
+@dataclass(frozen=True)
+class LangMemSettings(BaselineSettings):
+    """LangMem's keys (``conf/method/langmem.yaml`` gives each one's source)."""
+
+    mode: Literal["faithful"] = "faithful"
+    query_limit: Count = 5
+    namespace: Any = ("memories", "episodes")  # a name or a list of fixed names
+    instructions: Literal["episodic", "package"] = "episodic"
+    enable_inserts: bool = True
+    enable_deletes: bool = False
+    max_steps: Positive = 1
+    success_only: bool = True
+    index_fields: list[str] | None = None
+    max_calls: Positive = 3
+    field_chars: Positive = 400
+    max_items: Positive = 4
+
+
 class LangMem(ModalBaseline):
     """LangMem's episodic memory (parameters in ``conf/method/langmem.yaml``)."""
 
@@ -77,53 +96,29 @@ class LangMem(ModalBaseline):
     PURPOSES = ("extract", "update", "repair")
     COUNTS = ("observed", "writes", "updates", "deletes", "manager_errors")
 
-    def __init__(
-        self,
-        top_k: int | None = None,
-        query_limit: int = 5,
-        namespace: Any = ("memories", "episodes"),
-        instructions: str = "episodic",
-        enable_inserts: bool = True,
-        enable_deletes: bool = False,
-        max_steps: int = 1,
-        success_only: bool = True,
-        index_fields: Any = None,
-        max_calls: int = 3,
-        field_chars: int = 400,
-        max_items: int = 4,
-        observe_batch: int = 16,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(top_k=top_k, observe_batch=observe_batch, **kwargs)
+    Settings = LangMemSettings
+
+    def __init__(self, settings: LangMemSettings | None = None, /, **kwargs: Any) -> None:
+        super().__init__(settings, **kwargs)
+        s: LangMemSettings = self.settings
         require_langmem()
         # a config list (Hydra's ListConfig) iterates as its items
-        parts = namespace
+        parts = s.namespace
         namespace = (parts,) if isinstance(parts, str) else tuple(str(p) for p in parts or ())
         if not namespace or any("{" in part or "}" in part for part in namespace):
             raise ConfigError(
                 f"memarena: method.namespace={list(namespace)} must be a non-empty list of fixed "
                 "names (LangMem's {template} parts need a LangGraph runtime config)."
             )
-        if instructions not in INSTRUCTIONS:
-            raise ConfigError(
-                f"memarena: method.instructions={instructions!r}; valid values: "
-                f"{list(INSTRUCTIONS)}."
-            )
-        if min(max_steps, max_calls, field_chars, max_items) < 1 or query_limit < 0:
-            raise ConfigError(
-                "memarena: method=langmem needs max_steps, max_calls, field_chars and max_items "
-                f">= 1 and query_limit >= 0; got {max_steps}, {max_calls}, {field_chars}, "
-                f"{max_items}, {query_limit}."
-            )
-        if not enable_inserts and not enable_deletes:
+        if not s.enable_inserts and not s.enable_deletes:
             log.info("langmem: inserts off: the memory only changes what it already holds")
         self.namespace = namespace
-        self.query_limit, self.instructions = int(query_limit), instructions
-        self.enable_inserts, self.enable_deletes = bool(enable_inserts), bool(enable_deletes)
-        self.max_steps, self.success_only = int(max_steps), bool(success_only)
-        self.index_fields = [str(f) for f in index_fields] if index_fields else None
-        self.max_calls, self.field_chars = int(max_calls), int(field_chars)
-        self.max_items = int(max_items)
+        self.query_limit, self.instructions = s.query_limit, s.instructions
+        self.enable_inserts, self.enable_deletes = s.enable_inserts, s.enable_deletes
+        self.max_steps, self.success_only = s.max_steps, s.success_only
+        self.index_fields = [str(f) for f in s.index_fields] if s.index_fields else None
+        self.max_calls, self.field_chars = s.max_calls, s.field_chars
+        self.max_items = s.max_items
         self._store: Any = None
         self._index: Any = None  # store.SearchIndex: the store's vectors, rebuilt per change
         self._manager: Any = None

@@ -33,10 +33,12 @@ support together (paper Sections 3.3-3.5, Appendix B).
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
 
 from memarena.core import ConfigError, MemoryContext, MemoryMethod, MemoryQuery, Outcome, Trajectory
+from memarena.core.settings import MethodSettings
+from memarena.core.typecheck import Count, Range
 from memarena.memory.memco.base import GlobalRecord
 from memarena.memory.memco.compiled import CompiledPool, GlobalPools, Vocabs, retrieve_compiled
 from memarena.memory.memco.compose import compose, concat_context
@@ -51,7 +53,6 @@ from memarena.memory.memco.induction import (
 from memarena.memory.memco.query import DecisionQuery, build_query
 from memarena.memory.memco.records import RecordStore
 from memarena.memory.memco.retrieval import (
-    FACETS,
     PoolIndex,
     RetrievalSettings,
     Retrieved,
@@ -65,8 +66,33 @@ from memarena.memory.memco.roles import adapter_for
 
 log = logging.getLogger(__name__)
 
-PROMOTION_RULES = ("wilson", "empirical")
-COMPOSITIONS = ("query_guided", "concat")
+
+
+@dataclass(frozen=True)
+class MemCoSettings(MethodSettings):
+    """MemCo's keys (``conf/method/memco.yaml`` gives each one's source; the ablations of
+    Tables 11-14 set them)."""
+
+    alpha: Annotated[float, Range(gt=0, lt=0.5)] = 0.05  # one-sided Wilson level
+    threshold: Annotated[float, Range(gt=0, lt=1)] = 0.35  # lambda, the promotion bound
+    promotion: Literal["wilson", "empirical"] = "wilson"
+    use_local: bool = True
+    use_global: bool = True
+    k_local: Count = 5
+    k_global: Count = 5
+    facets: tuple[Literal["x", "p", "g"], ...] = ("x", "p", "g")
+    scorer: Literal["facets", "cosine", "bm25"] = "facets"
+    composition: Literal["query_guided", "concat"] = "query_guided"
+    max_items_per_role: Count = 3
+    max_transitions: Count = 8
+    eval_agents: Literal["all"] = "all"
+    unavailable_next_local: Literal["drop", "hide"] = "drop"
+    unavailable_next_global: Literal["drop", "hide"] = "hide"
+    global_during_acquisition: bool = False
+    global_exclude_owner: bool = True
+    local_weight: Annotated[float, Range(gt=0)] = 1.0  # MemCo's code: 1.0
+    global_weight: Annotated[float, Range(gt=0)] = 0.65  # MemCo's code: 0.65
+    history_steps_by_env: dict[str, int] | None = None
 SLOT = "memco"
 
 
@@ -172,80 +198,37 @@ class MemCo(MemoryMethod):
     acquisition_policy = "agent"
     own_domain_memories = True  # per-agent locals and the global memory are MemCo's own
 
-    def __init__(
-        self,
-        env_name: str = "",
-        alpha: float = 0.05,
-        threshold: float = 0.35,
-        promotion: str = "wilson",
-        use_local: bool = True,
-        use_global: bool = True,
-        k_local: int = 5,
-        k_global: int = 5,
-        facets: Sequence[str] = FACETS,
-        scorer: str = "facets",
-        composition: str = "query_guided",
-        max_items_per_role: int = 3,
-        max_transitions: int = 8,
-        eval_agents: str = "all",
-        unavailable_next_local: str = "drop",
-        unavailable_next_global: str = "hide",
-        global_during_acquisition: bool = False,
-        global_exclude_owner: bool = True,
-        local_weight: float = 1.0,
-        global_weight: float = 0.65,
-        history_steps_by_env: Mapping[str, int] | None = None,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(**kwargs)
-        if promotion not in PROMOTION_RULES:
-            raise ConfigError(
-                f"memarena: method.promotion={promotion!r}; valid: {list(PROMOTION_RULES)}."
-            )
-        if composition not in COMPOSITIONS:
-            raise ConfigError(
-                f"memarena: method.composition={composition!r}; valid: {list(COMPOSITIONS)}."
-            )
-        if not 0.0 < float(alpha) < 0.5 or not 0.0 < float(threshold) < 1.0:
-            raise ConfigError(
-                f"memarena: method.alpha={alpha} must lie in (0, 0.5) and method.threshold="
-                f"{threshold} in (0, 1) (the paper uses alpha=0.05, lambda=0.35)."
-            )
-        if not use_local and not use_global:
+    Settings = MemCoSettings
+
+    def __init__(self, settings: MemCoSettings | None = None, /, **kwargs: Any) -> None:
+        super().__init__(settings, **kwargs)
+        s: MemCoSettings = self.settings
+        if not s.use_local and not s.use_global:
             raise ConfigError("memarena: method.use_local and method.use_global are both false.")
-        if eval_agents != "all":
-            raise ConfigError(f"memarena: method.eval_agents={eval_agents!r}; valid: ['all'].")
-        try:
-            self.settings = RetrievalSettings(
-                facets=tuple(facets),
-                scorer=scorer,
-                k_local=k_local,
-                k_global=k_global,
-                unavailable_local=unavailable_next_local,
-                unavailable_global=unavailable_next_global,
-            )
-        except ValueError as exc:
-            raise ConfigError(f"memarena: method: {exc}") from None
-        if not float(local_weight) > 0 or not float(global_weight) > 0:
-            raise ConfigError(
-                f"memarena: method.local_weight={local_weight} and method.global_weight="
-                f"{global_weight} must be > 0 (MemCo's code: 1.0 and 0.65)."
-            )
-        self.env_name = env_name
-        self.adapter = adapter_for(env_name)
-        self.alpha, self.threshold, self.promotion = float(alpha), float(threshold), promotion
-        self.use_local, self.use_global = bool(use_local), bool(use_global)
-        self.composition = composition
-        self.max_items_per_role = int(max_items_per_role)
-        self.max_transitions = int(max_transitions)
+        self.retrieval = RetrievalSettings(
+            facets=tuple(s.facets),
+            scorer=s.scorer,
+            k_local=s.k_local,
+            k_global=s.k_global,
+            unavailable_local=s.unavailable_next_local,
+            unavailable_global=s.unavailable_next_global,
+        )
+        self.adapter = adapter_for(self.env_name)
+        self.alpha, self.threshold, self.promotion = float(s.alpha), float(s.threshold), s.promotion
+        self.use_local, self.use_global = s.use_local, s.use_global
+        self.composition = s.composition
+        self.max_items_per_role = s.max_items_per_role
+        self.max_transitions = s.max_transitions
         # the agent's in-task window MemCo imposes per benchmark (its code's summarize override:
         # the last 6 steps on ScienceWorld only; elsewhere the protocol's)
-        self.history_steps = (history_steps_by_env or {}).get(env_name)
-        self.global_during_acquisition = bool(global_during_acquisition)
-        self.global_exclude_owner = bool(global_exclude_owner)
-        self.local_weight, self.global_weight = float(local_weight), float(global_weight)
+        self.history_steps = (s.history_steps_by_env or {}).get(self.env_name)
+        self.global_during_acquisition = s.global_during_acquisition
+        self.global_exclude_owner = s.global_exclude_owner
+        self.local_weight, self.global_weight = float(s.local_weight), float(s.global_weight)
         self.locals: dict[str, LocalMemory] = {}
-        self.global_memory = GlobalSnapshot(rule=promotion, alpha=self.alpha, threshold=threshold)
+        self.global_memory = GlobalSnapshot(
+            rule=s.promotion, alpha=self.alpha, threshold=self.threshold
+        )
         self._dirty = False
         self._published = False  # acquisition ended: the global memory exists (item F.5)
         self._view: str | None = None
@@ -347,7 +330,7 @@ class MemCo(MemoryMethod):
             self.rebuild_global()  # between decisions, never during one
         # exclude owner: the viewing agent does not get records only it contributed
         owner = agent if self.global_exclude_owner and local is not None else None
-        if self.settings.scorer != "facets":
+        if self.retrieval.scorer != "facets":
             reference = True
         if reference:
             record_entries = self._record_entries(agent) if local is not None else PoolIndex()
@@ -362,7 +345,7 @@ class MemCo(MemoryMethod):
             local.graph.neighborhood(q.state, self.max_transitions) if local is not None else []
         )
         if not reference:
-            s = self.settings
+            s = self.retrieval
             local_sel = (
                 retrieve_compiled(q, record_entries, s.k_local, s, self.adapter,
                                   local_pool([], transitions))
@@ -374,13 +357,13 @@ class MemCo(MemoryMethod):
                 if len(global_entries) else []
             )  # fmt: skip
             return q, Retrieved(local_sel, global_sel)
-        embedder = self.services.embedder if self.settings.scorer == "cosine" else None
+        embedder = self.services.embedder if self.retrieval.scorer == "cosine" else None
         picked = retrieve_pools(
             q,
             candidates(record_entries, q, self.adapter) + local_pool([], transitions),
             candidates(global_entries, q, self.adapter),
             self.adapter,
-            self.settings,
+            self.retrieval,
             embedder,
         )
         return q, picked

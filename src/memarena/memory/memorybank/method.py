@@ -38,10 +38,13 @@ summary is a counted fallback and the task is keyed by its goal instead (it is s
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
 
-from memarena.core import ConfigError, MemoryContext, MemoryQuery
+from memarena.core import MemoryContext, MemoryQuery
+from memarena.core.typecheck import Count, Positive, Range, Unit
 from memarena.memory.episodic import (
+    BaselineSettings,
     ModalBaseline,
     Pair,
     StoredTask,
@@ -55,6 +58,20 @@ from memarena.memory.memorybank import prompts
 from memarena.memory.memorybank.forgetting import days_between, retention
 
 
+@dataclass(frozen=True)
+class MemoryBankSettings(BaselineSettings):
+    """MemoryBank's keys (``conf/method/memorybank.yaml`` gives each one's source)."""
+
+    mode: Literal["parity", "faithful"] = "parity"
+    in_task_window: Count | None = 7  # parity: the reference's window of steps in a task
+    initial_strength: Annotated[float, Range(gt=0)] = 1.0
+    forget_threshold: Unit = 0.3
+    tasks_per_day: Positive = 5  # tasks that make one day of the forgetting clock
+    overview: bool = True
+    summary_chars: Positive = 600
+    trajectory_chars: Positive = 6000
+
+
 class MemoryBank(ModalBaseline):
     """MemoryBank (parameters in ``conf/method/memorybank.yaml``)."""
 
@@ -65,40 +82,19 @@ class MemoryBank(ModalBaseline):
     TEMPERATURE = 0.1  # the reference's summary temperature
     COUNTS = ("writes", "forgotten", "recalls", "overviews")
 
-    def __init__(
-        self,
-        mode: str = "parity",
-        top_k: int | None = None,
-        in_task_window: int | None = 7,
-        initial_strength: float = 1.0,
-        forget_threshold: float = 0.3,
-        tasks_per_day: int = 5,
-        overview: bool = True,
-        summary_chars: int = 600,
-        trajectory_chars: int = 6000,
-        observe_batch: int = 16,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(mode=mode, top_k=top_k, observe_batch=observe_batch, **kwargs)
-        if initial_strength <= 0 or not 0.0 <= forget_threshold <= 1.0:
-            raise ConfigError(
-                "memarena: method=memorybank needs initial_strength > 0 and forget_threshold "
-                f"in [0, 1]; got initial_strength={initial_strength}, forget_threshold="
-                f"{forget_threshold}."
-            )
-        whole = isinstance(tasks_per_day, int) and not isinstance(tasks_per_day, bool)
-        if not whole or tasks_per_day < 1:
-            raise ConfigError(
-                f"memarena: method.tasks_per_day={tasks_per_day!r} must be a whole number >= 1 "
-                "(tasks that make one day of the forgetting clock; 1 = the task index)."
-            )
+    Settings = MemoryBankSettings
+
+    def __init__(self, settings: MemoryBankSettings | None = None, /, **kwargs: Any) -> None:
+        super().__init__(settings, **kwargs)
+        s: MemoryBankSettings = self.settings
         # parity: the reference's in-task forgetting window; faithful: the protocol's history
-        self.history_steps = int(in_task_window) if mode == "parity" and in_task_window else None
-        self.initial_strength = float(initial_strength)
-        self.forget_threshold = float(forget_threshold)
-        self.tasks_per_day = int(tasks_per_day)
-        self.overview_on = bool(overview) and mode == "faithful"
-        self.summary_chars, self.trajectory_chars = int(summary_chars), int(trajectory_chars)
+        window = s.in_task_window
+        self.history_steps = int(window) if s.mode == "parity" and window else None
+        self.initial_strength = float(s.initial_strength)
+        self.forget_threshold = float(s.forget_threshold)
+        self.tasks_per_day = s.tasks_per_day
+        self.overview_on = s.overview and s.mode == "faithful"
+        self.summary_chars, self.trajectory_chars = s.summary_chars, s.trajectory_chars
         self.tasks: dict[str, StoredTask] = {}
         self.summaries: dict[str, str] = {}
         self.strength: dict[str, float] = {}

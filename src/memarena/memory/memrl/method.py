@@ -72,12 +72,14 @@ import hashlib
 import logging
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
 
 from memarena.core import ConfigError, MemoryContext, MemoryMethod, MemoryQuery
+from memarena.core.typecheck import Positive, Range, Unit
 from memarena.memory.episodic import (
+    BaselineSettings,
     ModalBaseline,
     Pair,
     StoredTask,
@@ -92,7 +94,6 @@ from memarena.memory.memrl.values import q_update, value_scores
 
 log = logging.getLogger(__name__)
 
-EVAL_MEMORIES = ("empty_as_released", "learnt")
 PURPOSES = ("script", "reflection")
 
 
@@ -131,6 +132,31 @@ def temperatures(value: Any) -> dict[str, float]:
     return out
 
 
+@dataclass(frozen=True)
+class MemRLSettings(BaselineSettings):
+    """MemRL's keys (``conf/method/memrl.yaml`` gives each one's source)."""
+
+    mode: Literal["faithful"] = "faithful"
+    intent_threshold: float = 0.5
+    top_intents: Positive = 5
+    sim_weight: float = 0.5
+    z_clip: float = 3.0
+    sim_mean: float | None = 0.1856827586889267
+    sim_std: float | None = 0.09407906234264374
+    epsilon: Unit = 0.1
+    explore_when_frozen: bool = True
+    alpha: Annotated[float, Range(gt=0, le=1)] = 0.1
+    success_reward: float = 1.0
+    failure_reward: float = -1.0
+    q_init: float = 0.0
+    merge_threshold: float = 0.9
+    eval_memory: Literal["empty_as_released", "learnt"] = "learnt"
+    note_chars: Positive = 800
+    trajectory_chars: Positive = 6000
+    temperature: Any = None  # a number, or {purpose: number} (script, reflection)
+    seed: int = 0
+
+
 class MemRL(ModalBaseline):
     """MemRL (module docstring; parameters and both readings in ``conf/method/memrl.yaml``)."""
 
@@ -142,59 +168,29 @@ class MemRL(ModalBaseline):
     PURPOSES = PURPOSES
     COUNTS = ("writes", "intents", "merged", "q_updates", "explorations", "replaced")
 
-    def __init__(
-        self,
-        top_k: int | None = None,
-        intent_threshold: float = 0.5,
-        top_intents: int = 5,
-        sim_weight: float = 0.5,
-        z_clip: float = 3.0,
-        sim_mean: float | None = 0.1856827586889267,
-        sim_std: float | None = 0.09407906234264374,
-        epsilon: float = 0.1,
-        explore_when_frozen: bool = True,
-        alpha: float = 0.1,
-        success_reward: float = 1.0,
-        failure_reward: float = -1.0,
-        q_init: float = 0.0,
-        merge_threshold: float = 0.9,
-        eval_memory: str = "learnt",
-        note_chars: int = 800,
-        trajectory_chars: int = 6000,
-        temperature: Any = None,
-        observe_batch: int = 16,
-        seed: int = 0,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(top_k=top_k, observe_batch=observe_batch, **kwargs)
-        if not 0.0 <= epsilon <= 1.0 or not 0.0 < alpha <= 1.0 or top_intents < 1:
-            raise ConfigError(
-                "memarena: method=memrl needs epsilon in [0, 1], alpha in (0, 1] and "
-                f"top_intents >= 1; got epsilon={epsilon}, alpha={alpha}, "
-                f"top_intents={top_intents}."
-            )
-        if (sim_mean is None) != (sim_std is None) or (sim_std is not None and sim_std <= 0):
+    Settings = MemRLSettings
+
+    def __init__(self, settings: MemRLSettings | None = None, /, **kwargs: Any) -> None:
+        super().__init__(settings, **kwargs)
+        s: MemRLSettings = self.settings
+        mean, std = s.sim_mean, s.sim_std
+        if (mean is None) != (std is None) or (std is not None and std <= 0):
             raise ConfigError(
                 "memarena: method.sim_mean and method.sim_std go together (both null: the "
-                f"candidates' statistics), with sim_std > 0; got {sim_mean}, {sim_std}."
+                f"candidates' statistics), with sim_std > 0; got {s.sim_mean}, {s.sim_std}."
             )
-        if eval_memory not in EVAL_MEMORIES:
-            raise ConfigError(
-                f"memarena: method.eval_memory={eval_memory!r}; valid values: "
-                f"{list(EVAL_MEMORIES)}."
-            )
-        self.tau, self.top_intents = float(intent_threshold), int(top_intents)
-        self.sim_weight, self.z_clip = float(sim_weight), float(z_clip)
-        self.sim_stats = None if sim_mean is None else (float(sim_mean), float(sim_std))
-        self.epsilon, self.alpha = float(epsilon), float(alpha)
-        self.explore_when_frozen = bool(explore_when_frozen)
-        self.rewards = (float(success_reward), float(failure_reward))
-        self.q_init, self.merge_threshold = float(q_init), float(merge_threshold)
-        self.eval_memory = eval_memory
-        self.note_chars, self.trajectory_chars = int(note_chars), int(trajectory_chars)
+        self.tau, self.top_intents = float(s.intent_threshold), s.top_intents
+        self.sim_weight, self.z_clip = float(s.sim_weight), float(s.z_clip)
+        self.sim_stats = None if s.sim_mean is None else (float(s.sim_mean), float(s.sim_std))
+        self.epsilon, self.alpha = float(s.epsilon), float(s.alpha)
+        self.explore_when_frozen = s.explore_when_frozen
+        self.rewards = (float(s.success_reward), float(s.failure_reward))
+        self.q_init, self.merge_threshold = float(s.q_init), float(s.merge_threshold)
+        self.eval_memory = s.eval_memory
+        self.note_chars, self.trajectory_chars = s.note_chars, s.trajectory_chars
         default = {"script": 0.7, "reflection": 0.3}
-        self.temperatures = temperatures(default if temperature is None else temperature)
-        self.seed = int(seed)
+        self.temperatures = temperatures(default if s.temperature is None else s.temperature)
+        self.seed = s.seed
         self.experiences: dict[str, Experience] = {}
         self.intents: dict[str, list[str]] = {}  # intent id -> experience ids
         self.intent_text: dict[str, str] = {}

@@ -46,17 +46,23 @@ statistics (MemCo's ``backward``: they only rank skills for eviction from a full
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from memarena.core import ConfigError, MemoryContext, MemoryMethod, MemoryQuery
-from memarena.memory.episodic import ModalBaseline, Pair, json_request, stored_tasks
+from memarena.core.typecheck import Count, Positive
+from memarena.memory.episodic import (
+    BaselineSettings,
+    ModalBaseline,
+    Pair,
+    json_request,
+    stored_tasks,
+)
 from memarena.memory.llm_calls import clip_text
 from memarena.memory.memskill import prompts
 from memarena.memory.memskill.banks import ItemBank, SkillBank
 from memarena.memory.memskill.controller import (
-    CONTROLLERS,
     Choice,
     PPOController,
     llm_select,
@@ -85,6 +91,33 @@ def _options(cls: type, given: Any, key: str) -> Any:
     return cls(**given)
 
 
+@dataclass(frozen=True)
+class MemSkillSettings(BaselineSettings):
+    """MemSkill's keys (``conf/method/memskill.yaml`` gives each one's source)."""
+
+    mode: Literal["skills"] = "skills"
+    controller: Literal["ppo", "llm"] = "ppo"
+    top_k_eval: Count = 1
+    acquire_top_k: Count | None = None  # null: top_k_eval
+    skills_per_span: Positive = 3
+    max_skills: Positive = 30
+    success_only: bool = True
+    failure_pool: Count = 200
+    failure_hint: bool = True
+    designer: bool = False
+    design_every: Positive = 20
+    designer_changes: Count = 3
+    designer_min_failures: Count = 3
+    designer_cases: Count = 5
+    finalize_local: bool = True
+    rebuild_batch: Positive = 1
+    replay_pool: Count = 5000
+    span_chars: Positive = 3000
+    seed: int = 0
+    ppo: Any = None  # PPOConfig's keys (controller.py)
+    shaping: Any = None  # ShapingConfig's keys
+
+
 class MemSkill(ModalBaseline):
     """MemSkill as MemCo ran it (module docstring; parameters in ``conf/method/memskill.yaml``,
     each with MemCo's code value and MemSkill's own reading)."""
@@ -98,62 +131,27 @@ class MemSkill(ModalBaseline):
               "skill_changes", "rebuilds", "ppo_updates")  # fmt: skip
     has_global = True
 
-    def __init__(
-        self,
-        controller: str = "ppo",
-        top_k: int | None = None,
-        top_k_eval: int = 1,
-        acquire_top_k: int | None = None,
-        skills_per_span: int = 3,
-        max_skills: int = 30,
-        success_only: bool = True,
-        failure_pool: int = 200,
-        failure_hint: bool = True,
-        designer: bool = False,
-        design_every: int = 20,
-        designer_changes: int = 3,
-        designer_min_failures: int = 3,
-        designer_cases: int = 5,
-        finalize_local: bool = True,
-        rebuild_batch: int = 1,
-        replay_pool: int = 5000,
-        span_chars: int = 3000,
-        observe_batch: int = 16,
-        seed: int = 0,
-        ppo: Any = None,
-        shaping: Any = None,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(top_k=top_k, observe_batch=observe_batch, **kwargs)
-        if controller not in CONTROLLERS:
-            raise ConfigError(
-                f"memarena: method.controller={controller!r}; valid values: {list(CONTROLLERS)}."
-            )
-        if skills_per_span < 1 or design_every < 1 or top_k_eval < 0 or rebuild_batch < 1:
-            raise ConfigError(
-                "memarena: method=memskill needs skills_per_span >= 1, design_every >= 1, "
-                f"rebuild_batch >= 1 and top_k_eval >= 0; got {skills_per_span}, "
-                f"{design_every}, {rebuild_batch}, {top_k_eval}."
-            )
-        self.controller = controller
-        self.top_k_eval = int(top_k_eval)
-        self.acquire_top_k = self.top_k_eval if acquire_top_k is None else int(acquire_top_k)
-        self.skills_per_span = int(skills_per_span)
-        self.success_only, self.failure_hint = bool(success_only), bool(failure_hint)
-        self.failure_pool_size = int(failure_pool)
-        self.designer, self.design_every = bool(designer), int(design_every)
-        self.designer_changes = int(designer_changes)
-        self.designer_min_failures, self.designer_cases = (
-            int(designer_min_failures),
-            int(designer_cases),
-        )
-        self.finalize_local, self.rebuild_batch = bool(finalize_local), int(rebuild_batch)
-        self.replay_pool = int(replay_pool)
-        self.span_chars = int(span_chars)
-        cfg = _options(PPOConfig, ppo, "ppo")
+    Settings = MemSkillSettings
+
+    def __init__(self, settings: MemSkillSettings | None = None, /, **kwargs: Any) -> None:
+        super().__init__(settings, **kwargs)
+        s: MemSkillSettings = self.settings
+        self.controller = s.controller
+        self.top_k_eval = s.top_k_eval
+        self.acquire_top_k = self.top_k_eval if s.acquire_top_k is None else s.acquire_top_k
+        self.skills_per_span = s.skills_per_span
+        self.success_only, self.failure_hint = s.success_only, s.failure_hint
+        self.failure_pool_size = s.failure_pool
+        self.designer, self.design_every = s.designer, s.design_every
+        self.designer_changes = s.designer_changes
+        self.designer_min_failures, self.designer_cases = s.designer_min_failures, s.designer_cases
+        self.finalize_local, self.rebuild_batch = s.finalize_local, s.rebuild_batch
+        self.replay_pool = s.replay_pool
+        self.span_chars = s.span_chars
+        cfg = _options(PPOConfig, s.ppo, "ppo")
         cfg.top_k = self.skills_per_span
-        self.ppo = PPOController(cfg, _options(ShapingConfig, shaping, "shaping"), seed)
-        self.skills = SkillBank(max_skills=max_skills)
+        self.ppo = PPOController(cfg, _options(ShapingConfig, s.shaping, "shaping"), s.seed)
+        self.skills = SkillBank(max_skills=s.max_skills)
         self.memory = ItemBank()
         self.failures: list[dict[str, str]] = []
         self.replay: list[dict[str, Any]] = []

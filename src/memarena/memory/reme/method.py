@@ -39,7 +39,8 @@ snapshot stores the pool's retrieval-key and content embeddings, so a load embed
 
 Every LLM answer is JSON-schema constrained; a malformed one adds nothing (a judge reply: see
 ``judge_unparsed``) and is counted in ``memory_fallbacks`` (and on the backbone's usage). The
-benchmark enters only through :data:`OFFICIAL_REWARD` (the reward ReMe's agent for it uses).
+benchmark enters only through the ``official`` readings of its settings (the reward and the
+deletion period ReMe's agent for it uses), settled by the env's family when it is built.
 """
 
 from __future__ import annotations
@@ -52,7 +53,6 @@ import numpy as np
 
 from memarena.core import (
     ChatRequest,
-    ConfigError,
     MemoryContext,
     MemoryMethod,
     MemoryQuery,
@@ -66,144 +66,61 @@ from memarena.memory.llm_calls import json_batch
 from memarena.memory.reme import prompts
 from memarena.memory.reme import summarizer as summ
 from memarena.memory.reme.experience import (
-    RETRIEVAL_KEYS,
     Experience,
     ExperiencePool,
     query_keywords,
 )
+from memarena.memory.reme.settings import ReMeSettings
 from memarena.memory.vectors import QueryEncoder
 
 log = logging.getLogger(__name__)
 
 PURPOSES = ("summarize", "judge", "generalize", "rerank", "rewrite", "reflect")
 Pair = tuple[Trajectory, Outcome]
-# reward: official -> the reward ReMe's agent for the benchmark ranks samples by: BFCL's checker
-# gives 0/1 (bfcl_agent.py get_reward), AppWorld passed / all tests (appworld_react_agent.py);
-# benchmarks ReMe's code does not cover: the env's progress
-OFFICIAL_REWARD = {"bfcl": "success", "appworld": "progress"}
-# delete_every: official -> trials between deletion passes in ReMe's agent for the benchmark:
-# run_bfcl.py passes delete_freq=5; appworld_react_agent.py deletes after every trial (its
-# counter check is commented out); benchmarks ReMe's code does not cover: BFCL's 5
-OFFICIAL_DELETE_EVERY = {"bfcl": 5, "appworld": 1}
-
-
-def _choice(option: str, value: str, valid: Sequence[str]) -> str:
-    if value not in valid:
-        raise ConfigError(f"memarena: method.{option}={value!r}; valid values: {list(valid)}.")
-    return value
-
-
 class ReMe(MemoryMethod):
-    """ReMe as ``method=reme`` (parameters in ``conf/method/reme.yaml``)."""
+    """ReMe as ``method=reme`` (its settings: :class:`~memarena.memory.reme.settings.ReMeSettings`;
+    ``conf/method/reme.yaml`` gives each one's source)."""
 
     name = "reme"
     schema_version = 1
     granularity = "task"
     acquisition_policy = "agent"
+    Settings = ReMeSettings
 
-    def __init__(
-        self,
-        samples: int = 8,
-        sample_temperature: float = 0.9,
-        extraction: str = "keypoint",
-        max_experiences: int = 3,
-        judge: bool = True,
-        judge_min_score: float = 0.5,
-        judge_sees_task: bool = False,
-        judge_unparsed: str = "keep",
-        dedup_threshold: float = 0.5,
-        dedup_against: str = "usage_scenario",
-        reward: str = "official",
-        generalize_queries: bool = True,
-        top_k: int = 5,
-        retrieval_key: str = "usage_scenario",
-        retrieve_during_acquisition: bool = False,
-        summary_batch: int = 16,
-        rerank: bool = False,
-        rerank_pool: int = 10,
-        rewrite: bool = False,
-        addition: str = "selective",
-        reflection: bool = True,
-        max_reflections: int = 3,
-        retry_lessons: str = "failure_analysis",
-        retry_context: str = "lessons",
-        retry_without_lessons: str = "retrieve",
-        retry_success_adds: str = "retry_summary",
-        deletion: bool = True,
-        delete_min_retrievals: int = 5,
-        delete_max_utility: float = 0.5,
-        delete_strict: bool = True,
-        delete_every: int | str | None = "official",
-        temperature: float = 0.0,
-        max_tokens: Any = None,
-        trajectory_chars: int = 6000,
-        observation_chars: int = 300,
-        env_name: str = "",
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(**kwargs)
-        if samples < 1 or top_k < 0 or max_experiences < 1 or max_reflections < 0:
-            raise ConfigError(
-                "memarena: method=reme needs samples >= 1, top_k >= 0, max_experiences >= 1 "
-                f"and max_reflections >= 0; got samples={samples}, top_k={top_k}, "
-                f"max_experiences={max_experiences}, max_reflections={max_reflections}."
-            )
-        if delete_every == "official":
-            delete_every = OFFICIAL_DELETE_EVERY.get(env_name, 5)
-        if delete_every is not None and (not isinstance(delete_every, int) or delete_every < 1):
-            raise ConfigError(
-                f"memarena: method.delete_every={delete_every!r} must be official (ReMe's agent "
-                "for the env: BFCL 5, AppWorld 1), an int >= 1 (trials between deletion passes) "
-                "or null (after every update, among the experiences it touched)."
-            )
-        if not -1.0 <= dedup_threshold <= 1.0 or not 0.0 <= judge_min_score <= 1.0:
-            raise ConfigError(
-                f"memarena: method.dedup_threshold={dedup_threshold} must be a cosine in "
-                f"[-1, 1] and method.judge_min_score={judge_min_score} in [0, 1]."
-            )
-        self.extraction = _choice("extraction", extraction, ("keypoint", "trajectory"))
-        self.retrieval_key = _choice("retrieval_key", retrieval_key, RETRIEVAL_KEYS)
-        self.addition = _choice("addition", addition, ("selective", "full"))
-        self.acquisition_samples = int(samples)
-        self.acquisition_temperature = float(sample_temperature)
-        self.max_experiences = int(max_experiences)
-        self.judge, self.judge_min_score = bool(judge), float(judge_min_score)
-        self.judge_sees_task = bool(judge_sees_task)
-        self.judge_lenient = _choice("judge_unparsed", judge_unparsed, ("keep", "drop")) == "keep"
-        self.dedup_threshold = float(dedup_threshold)
-        self.dedup_against = _choice("dedup_against", dedup_against, ("usage_scenario", "content"))
-        reward = _choice("reward", reward, ("official", *summ.REWARDS))
-        self.reward = OFFICIAL_REWARD.get(env_name, "progress") if reward == "official" else reward
-        self.generalize_queries = bool(generalize_queries) or retrieval_key == "generalized_query"
-        self.top_k, self.rerank_pool = int(top_k), max(int(rerank_pool), int(top_k))
-        self.retrieves_during_acquisition = bool(retrieve_during_acquisition)
+    def __init__(self, settings: ReMeSettings | None = None, /, **kwargs: Any) -> None:
+        super().__init__(settings, **kwargs)
+        s: ReMeSettings = self.settings  # checked, official readings resolved for the env
+        self.extraction, self.retrieval_key = s.extraction, s.retrieval_key
+        self.addition = s.addition
+        self.acquisition_samples = s.samples
+        self.acquisition_temperature = float(s.sample_temperature)
+        self.max_experiences = s.max_experiences
+        self.judge, self.judge_min_score = s.judge, float(s.judge_min_score)
+        self.judge_sees_task = s.judge_sees_task
+        self.judge_lenient = s.judge_unparsed == "keep"
+        self.dedup_threshold = float(s.dedup_threshold)
+        self.dedup_against = s.dedup_against
+        self.reward = s.reward
+        self.generalize_queries = s.generalize_queries or s.retrieval_key == "generalized_query"
+        self.top_k, self.rerank_pool = s.top_k, max(s.rerank_pool, s.top_k)
+        self.retrieves_during_acquisition = s.retrieve_during_acquisition
         # without retrieval the pool is not read while acquiring: distil many tasks per batch
-        self.acquisition_observe_tasks = int(summary_batch)
-        self.rerank, self.rewrite = bool(rerank), bool(rewrite)
-        self.reflection = bool(reflection)
-        self.max_reflections = int(max_reflections) if self.reflection else 0
-        self.retry_lessons = _choice(
-            "retry_lessons", retry_lessons, ("failure_analysis", "reflect")
-        )
-        self.retry_context = _choice(
-            "retry_context", retry_context, ("lessons", "experiences_and_lessons")
-        )
-        self.retry_without_lessons = _choice(
-            "retry_without_lessons", retry_without_lessons, ("retrieve", "none")
-        )
-        self.retry_success_adds = _choice(
-            "retry_success_adds", retry_success_adds, ("retry_summary", "lessons")
-        )
-        self.deletion = bool(deletion)
-        self.alpha, self.beta = int(delete_min_retrievals), float(delete_max_utility)
-        self.delete_strict = bool(delete_strict)
-        self.delete_every = None if delete_every is None else int(delete_every)
-        self.temperature = float(temperature)
+        self.acquisition_observe_tasks = s.summary_batch
+        self.rerank, self.rewrite = s.rerank, s.rewrite
+        self.reflection = s.reflection
+        self.max_reflections = s.max_reflections if self.reflection else 0
+        self.retry_lessons, self.retry_context = s.retry_lessons, s.retry_context
+        self.retry_without_lessons = s.retry_without_lessons
+        self.retry_success_adds = s.retry_success_adds
+        self.deletion = s.deletion
+        self.alpha, self.beta = s.delete_min_retrievals, float(s.delete_max_utility)
+        self.delete_strict = s.delete_strict
+        self.delete_every = s.delete_every
+        self.temperature = float(s.temperature)
         # caps per purpose; None: the bound of the answer's schema (core.json_budget)
-        self.token_caps = token_caps(max_tokens, PURPOSES, "method")
-        self.trajectory_chars = int(trajectory_chars)
-        self.observation_chars = int(observation_chars)
-        self.env_name = env_name
+        self.token_caps = token_caps(s.max_tokens, PURPOSES, "method")
+        self.trajectory_chars = s.trajectory_chars
+        self.observation_chars = s.observation_chars
         self.pool = ExperiencePool(
             lambda texts: self.services.embedder.encode(texts), lambda: self.services.embedder
         )

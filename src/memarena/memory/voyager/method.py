@@ -22,10 +22,13 @@ goal as its description; an unusable summary is replaced by the goal (counted).
 from __future__ import annotations
 
 import re
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from memarena.core import MemoryContext, MemoryQuery
+from memarena.core.typecheck import Positive
 from memarena.memory.episodic import (
+    BaselineSettings,
     ModalBaseline,
     Pair,
     StoredTask,
@@ -41,6 +44,15 @@ from memarena.memory.voyager.library import Skill, SkillLibrary
 NAME = re.compile(r"^[a-z][a-z0-9_]{0,47}$")
 
 
+@dataclass(frozen=True)
+class VoyagerSettings(BaselineSettings):
+    """Voyager's keys (``conf/method/voyager.yaml`` gives each one's source)."""
+
+    mode: Literal["parity", "faithful"] = "parity"
+    summary_chars: Positive = 600
+    trajectory_chars: Positive = 6000
+
+
 class Voyager(ModalBaseline):
     """Voyager's skill library (parameters in ``conf/method/voyager.yaml``)."""
 
@@ -51,17 +63,12 @@ class Voyager(ModalBaseline):
     TEMPERATURE = 0.1  # the reference's summary temperature
     COUNTS = ("writes", "versions", "skipped_failures")
 
-    def __init__(
-        self,
-        mode: str = "parity",
-        top_k: int | None = None,
-        summary_chars: int = 600,
-        trajectory_chars: int = 6000,
-        observe_batch: int = 16,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(mode=mode, top_k=top_k, observe_batch=observe_batch, **kwargs)
-        self.summary_chars, self.trajectory_chars = int(summary_chars), int(trajectory_chars)
+    Settings = VoyagerSettings
+
+    def __init__(self, settings: VoyagerSettings | None = None, /, **kwargs: Any) -> None:
+        super().__init__(settings, **kwargs)
+        s: VoyagerSettings = self.settings
+        self.summary_chars, self.trajectory_chars = s.summary_chars, s.trajectory_chars
         self.library = SkillLibrary()  # faithful
         self.tasks: dict[str, StoredTask] = {}  # parity
         self.summaries: dict[str, str] = {}
