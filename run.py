@@ -25,7 +25,11 @@ def main(cfg: DictConfig) -> float | None:
 
 
 if __name__ == "__main__":
-    from memarena.cli import precheck
+    from memarena.cli import precheck, resolved_settings_note
 
     sys.argv[1:] = precheck(sys.argv[1:], CONF_DIR)
     main()
+    if any(a in ("--cfg", "-c") for a in sys.argv[1:]):  # Hydra printed the config: add what
+        note = resolved_settings_note(sys.argv[1:], CONF_DIR)  # the run will resolve
+        if note:
+            print(note)

@@ -24,6 +24,7 @@ from memarena.core import (
     Task,
     Usage,
 )
+from memarena.core.memory import Capabilities
 from memarena.pipeline import Parts, ProtocolSettings, acquire, evaluate
 from memarena.results import store as files
 from memarena.results.metrics import compute_metrics
@@ -94,8 +95,7 @@ class LessonPolicy:
 
 class Recorder(MemoryMethod):
     name = "recorder"
-    acquisition_samples = 3
-    acquisition_temperature = 0.9
+    capabilities = Capabilities(acquisition_samples=3, acquisition_temperature=0.9)
 
     def __init__(self, lesson_at: int = 3, max_reflections: int = 3):
         super().__init__()

@@ -76,6 +76,12 @@ def test_reme_on_bfcl_reports_avg_and_pass_at_4_then_dynamic_on_the_snapshot(tmp
     fixed = _run_dir(tmp_path, "reme")
     metrics = json.loads((fixed / "metrics.json").read_text())
     assert (metrics["runs"], metrics["repetitions"], metrics["n_episodes"]) == (4, 3, 24)
+    # the official readings, resolved for BFCL and written out everywhere the run records
+    snapshot = json.loads((fixed / "memory" / "memory.json").read_text())
+    (invocation,) = json.loads((fixed / "run_info.json").read_text())["invocations"]
+    for settings in (metrics["method_settings"], snapshot["settings"],
+                     invocation["method_settings"]):  # fmt: skip
+        assert (settings["reward"], settings["delete_every"]) == ("success", 5)
     episodes = [json.loads(x) for x in (fixed / "episodes.jsonl").read_text().splitlines()]
     assert {e["repetition"] for e in episodes} == {0, 1, 2}
     # Avg@4 / Pass@4 recomputed from the episodes: per repetition, the mean of its 4 runs'

@@ -90,6 +90,49 @@ def precheck(argv: list[str], conf_dir: Path) -> list[str]:
     return [plan.rewrites.get(a, a) for a in argv]
 
 
+def resolved_settings_note(argv: list[str], conf_dir: Path) -> str:
+    """For ``--cfg job``: YAML comments naming each method setting the run resolves when it is
+    built (a reading such as ``official``), with its value for this env and where it comes
+    from; "" when none does (or the config does not compose)."""
+    import dataclasses
+
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.utils import get_object
+    from omegaconf import OmegaConf
+
+    from memarena.core.env import env_family
+
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(conf_dir), version_base=None):
+            cfg = compose(config_name="config", overrides=command_line_overrides(argv))
+        node = OmegaConf.to_container(cfg.method, resolve=True)
+        settings_class = getattr(get_object(str(node["_target_"])), "Settings", None)
+        if settings_class is None:
+            return ""
+        env = str(cfg.env.name)
+        given = settings_class.take(None, dict(node))
+        resolved = given.resolved(env)
+    except Exception:  # --cfg still prints Hydra's own view; the note is extra
+        return ""
+    finally:
+        GlobalHydra.instance().clear()
+    changed = [
+        (f.name, getattr(given, f.name), getattr(resolved, f.name))
+        for f in dataclasses.fields(given)
+        if getattr(given, f.name) != getattr(resolved, f.name)
+    ]
+    if not changed:
+        return ""
+    where = f"{settings_class.__module__}.{settings_class.__qualname__}.resolved"
+    lines = [f"# memarena: method settings resolved when the run is built, for env {env} "
+             f"(family {env_family(env)}; {where}):"]  # fmt: skip
+    lines += [f"#   method.{k}: {a} -> {b}" for k, a, b in changed]
+    lines.append("# (written resolved into run_info.json, metrics.json and the memory snapshot)")
+    return "\n".join(lines)
+
+
 def drop_keys_not_taken(cfg: DictConfig, overrides: list[str]) -> list[str]:
     """In a sweep job, remove each ``++a.b.key=v`` whose node ``a.b`` builds a target that does
     not take ``key`` (``method.k_local`` in the ``method=none`` jobs of ``-m method=none,memco

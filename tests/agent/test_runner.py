@@ -20,6 +20,7 @@ from memarena.core import (
     Task,
     Usage,
 )
+from memarena.core.memory import Capabilities
 from memarena.memory.none import NoMemory
 
 
@@ -322,7 +323,7 @@ def test_replies_the_agent_cannot_act_on_are_counted_per_episode(mode, invalid):
 class PricedMemory(NoMemory):
     """Shows two entries per retrieval and spends 7 LLM tokens on each."""
 
-    granularity = "step"
+    capabilities = Capabilities(granularity="step")
 
     def __init__(self):
         super().__init__()
@@ -351,7 +352,7 @@ def test_each_episode_keeps_what_its_retrievals_cost():
 class QueryLog(NoMemory):
     """A per-step memory that keeps every query it is asked (MemCo's granularity)."""
 
-    granularity = "step"
+    capabilities = Capabilities(granularity="step")
 
     def __init__(self):
         super().__init__()

@@ -155,7 +155,7 @@ def test_a_mem_reading_is_one_key_away():
     tokens.observe(*episode("put apple in fridge", True, "a"))
     assert tokens.notes["a@0"].context == A_CONTEXT
     assert tokens.notes["a@0"].keywords[:4] == ["task", "put", "apple", "fridge"]
-    assert AMem.has_global is False  # MemCo's A-Mem has no global retriever
+    assert AMem.capabilities.has_global is False  # MemCo's A-Mem has no global retriever
 
 
 def test_amem_lite_yaml_carries_memcos_values():

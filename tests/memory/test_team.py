@@ -17,6 +17,7 @@ from memarena.core import (
     Task,
     Trajectory,
 )
+from memarena.core.memory import Capabilities
 from memarena.memory.team import DomainTeam
 
 
@@ -24,7 +25,7 @@ class Notes(MemoryMethod):
     """Remembers the goals it observed; shows them, and the global memory's goals after."""
 
     name = "notes"
-    has_global = True
+    capabilities = Capabilities(has_global=True)
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
@@ -59,7 +60,7 @@ class Notes(MemoryMethod):
 
 
 class LocalOnly(Notes):
-    has_global = False
+    capabilities = Capabilities(has_global=False)
 
 
 def group(domain: str, goal: str) -> list[tuple[Trajectory, Outcome]]:

@@ -11,7 +11,7 @@ from memarena.core.errors import (
     ServerUnreachableError,
 )
 from memarena.core.llm_types import REQUEST_FAILED, ChatRequest, Completion, Message
-from memarena.core.memory import MemoryMethod, MemoryServices
+from memarena.core.memory import Capabilities, MemoryMethod, MemoryServices
 from memarena.core.protocols import Backbone, Embedder
 from memarena.core.tool_calls import (
     assistant_message,
@@ -39,6 +39,7 @@ __all__ = [
     "EPISODE_STATUSES",
     "REQUEST_FAILED",
     "Backbone",
+    "Capabilities",
     "ChatRequest",
     "Completion",
     "ConfigError",

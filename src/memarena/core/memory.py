@@ -88,8 +88,9 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from memarena.core.errors import ConfigError, MemoryFrozenError
 from memarena.core.gc_pause import gc_paused
@@ -180,21 +181,24 @@ class MemoryServices:
         return self._embedder
 
 
-class MemoryMethod:
-    """Defaults for every member of the contract (see the module docstring)."""
+@dataclass(frozen=True)
+class Capabilities:
+    """What a method is, as the pipeline reads it (one value, read and copied whole: a
+    per-domain team carries its members' unchanged). A method declares its class's as
+    ``capabilities = Capabilities(...)``; what its settings decide it sets in ``__init__``
+    through the attribute of the same name (``self.acquisition_samples = s.samples``), which
+    replaces the value on the instance."""
 
-    name: str = "base"
-    schema_version: int = 1
-    granularity: str = "task"
-    acquisition_policy: str = "agent"
-    learns: bool = True
+    granularity: Literal["task", "step"] = "task"  # retrieve once per episode, or every step
+    acquisition_policy: Literal["agent", "expert"] = "agent"  # who acts on the train tasks
+    learns: bool = True  # False: no acquisition phase at all (none, icl)
     # -- acquisition
-    acquisition_samples: int = 1
-    acquisition_temperature: float | None = None
-    retrieves_during_acquisition: bool = True
-    acquisition_observe_tasks: int = 1
+    acquisition_samples: int = 1  # trajectories sampled per train task
+    acquisition_temperature: float | None = None  # ... at this temperature (None: protocol's)
+    retrieves_during_acquisition: bool = True  # the memory is read while acquiring
+    acquisition_observe_tasks: int = 1  # tasks observed at a time when it is not
     # -- evaluation
-    max_reflections: int = 0
+    max_reflections: int = 0  # retries of a failed task a learning memory may ask for
     # how many of the benchmark's fixed worked examples the agent's prompt shows: None = the
     # env's ``fewshot`` setting (the same for every method), an int, or "all" (ICL)
     benchmark_examples: int | str | None = None
@@ -203,6 +207,60 @@ class MemoryMethod:
     # -- per-domain memories (protocol.domain_memories: per_domain; see the module docstring)
     has_global: bool = False  # True: merge_domains builds a global memory after acquisition
     own_domain_memories: bool = False  # True: the method keeps per-domain memories itself
+
+    def __post_init__(self) -> None:
+        if self.granularity not in GRANULARITIES:
+            raise ConfigError(f"Capabilities.granularity must be one of {GRANULARITIES}")
+        if self.acquisition_policy not in ACQUISITION_POLICIES:
+            raise ConfigError(
+                f"Capabilities.acquisition_policy must be one of {ACQUISITION_POLICIES}"
+            )
+
+
+CAPABILITIES = tuple(f.name for f in fields(Capabilities))
+
+
+def _capability(name: str) -> property:
+    """``method.<name>``: the field of its :class:`Capabilities`; setting it replaces the
+    instance's value with one that has the new field."""
+
+    def get(self: MemoryMethod) -> Any:
+        return getattr(self.capabilities, name)
+
+    def set_(self: MemoryMethod, value: Any) -> None:
+        self.capabilities = replace(self.capabilities, **{name: value})
+
+    return property(get, set_, doc=f"Capabilities.{name} of this method")
+
+
+class MemoryMethod:
+    """Defaults for every member of the contract (see the module docstring)."""
+
+    name: str = "base"
+    schema_version: int = 1
+    capabilities: Capabilities = Capabilities()
+    granularity = _capability("granularity")
+    acquisition_policy = _capability("acquisition_policy")
+    learns = _capability("learns")
+    acquisition_samples = _capability("acquisition_samples")
+    acquisition_temperature = _capability("acquisition_temperature")
+    retrieves_during_acquisition = _capability("retrieves_during_acquisition")
+    acquisition_observe_tasks = _capability("acquisition_observe_tasks")
+    max_reflections = _capability("max_reflections")
+    benchmark_examples = _capability("benchmark_examples")
+    history_steps = _capability("history_steps")
+    has_global = _capability("has_global")
+    own_domain_memories = _capability("own_domain_memories")
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        plain = [n for n in CAPABILITIES if n in cls.__dict__ and not isinstance(
+            cls.__dict__[n], property)]  # fmt: skip
+        if plain:
+            raise TypeError(
+                f"{cls.__name__} sets {plain} as class attributes; declare them as "
+                f"capabilities = Capabilities({plain[0]}=...) (memarena.core.memory)"
+            )
 
     # the method's settings class (memarena.core.settings); the constructor takes an instance or
     # its fields as keyword arguments and keeps it, resolved for the env, as ``self.settings``
@@ -226,12 +284,6 @@ class MemoryMethod:
         self.settings = given.resolved(env_name)
         if name is not None:
             self.name = name
-        if self.granularity not in GRANULARITIES:
-            raise ConfigError(f"{type(self).__name__}.granularity must be one of {GRANULARITIES}")
-        if self.acquisition_policy not in ACQUISITION_POLICIES:
-            raise ConfigError(
-                f"{type(self).__name__}.acquisition_policy must be one of {ACQUISITION_POLICIES}"
-            )
         self.services = services or MemoryServices()
         self.env_name = env_name
         self.frozen = False
@@ -352,7 +404,8 @@ class MemoryMethod:
 
     def save(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
-        blob = {"method": self.name, "package": self.package, "schema_version": self.schema_version}
+        blob = {"method": self.name, "package": self.package, "schema_version": self.schema_version,
+                "settings": self.settings.to_dict()}  # fmt: skip  (resolved for the run's env)
         with gc_paused():  # a large memory: collections would walk it on every allocation
             blob["state"] = self.state_dict()
             text = json.dumps(blob, ensure_ascii=False)

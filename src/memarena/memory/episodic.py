@@ -333,7 +333,6 @@ class ModalBaseline(MemoryMethod):
     sends), ``max_tokens`` (:meth:`set_token_caps`) and ``temperature`` (the memory LLM's;
     null: the class's ``TEMPERATURE``)."""
 
-    granularity = "task"
     MODES: tuple[str, ...] = MODES  # the first is the default
     DEFAULT_TOP_K: dict[str, int] = {"parity": 1, "faithful": 1}
     PURPOSES: tuple[str, ...] = ()

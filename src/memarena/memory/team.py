@@ -28,22 +28,6 @@ from typing import Any
 from memarena.core import ConfigError, MemoryContext, MemoryMethod, MemoryQuery, Outcome, Trajectory
 
 Factory = Callable[[], MemoryMethod]
-# what a team copies from the method it runs (the pipeline reads them from the memory)
-COPIED = (
-    "name",
-    "schema_version",
-    "granularity",
-    "acquisition_policy",
-    "learns",
-    "acquisition_samples",
-    "acquisition_temperature",
-    "retrieves_during_acquisition",
-    "acquisition_observe_tasks",
-    "max_reflections",
-    "benchmark_examples",
-    "history_steps",
-    "has_global",
-)
 
 
 class DomainTeam(MemoryMethod):
@@ -54,8 +38,10 @@ class DomainTeam(MemoryMethod):
     def __init__(self, factory: Factory, first: MemoryMethod | None = None) -> None:
         model = first if first is not None else factory()
         super().__init__(name=model.name, services=model.services, env_name=model.env_name)
-        for attr in COPIED:
-            setattr(self, attr, getattr(model, attr))
+        # what the pipeline reads of the method, whole: its capabilities and settings
+        self.schema_version = model.schema_version
+        self.capabilities = model.capabilities
+        self.settings = model.settings
         self._factory = factory
         self._package = model.package  # the snapshot's reader is the method's, not the team's
         self._spare: MemoryMethod | None = model

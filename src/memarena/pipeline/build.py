@@ -269,7 +269,8 @@ def build(
             OmegaConf.to_yaml(cfg, resolve=True),
             snapshot,
         )
-        store.begin_invocation(run_info(time.time()), protocol.allow_code_change)
+        info = {**run_info(time.time()), "method_settings": memory.settings.to_dict()}
+        store.begin_invocation(info, protocol.allow_code_change)
         env: Env = build_part(cfg.env)
         built.append(env)
         policy = agent["policy"] = as_policy(build_part(cfg.backbone))

@@ -39,6 +39,7 @@ from dataclasses import asdict, dataclass, replace
 from memarena.agent import EpisodeResult, EpisodeRunner
 from memarena.core import MemoryContext, MemoryMethod, MemoryQuery, Task
 from memarena.core.costs import counters, difference
+from memarena.core.memory import Capabilities
 from memarena.pipeline.build import Parts
 from memarena.pipeline.tasks import chunks, drop_errors
 from memarena.results import store as files
@@ -52,7 +53,7 @@ class FixedContext(MemoryMethod):
     ``reflect`` gave for it (its lessons), retrieved once per task."""
 
     name = "retry-lessons"
-    learns = False
+    capabilities = Capabilities(learns=False)
 
     def __init__(self, contexts: dict[str, MemoryContext]) -> None:
         super().__init__()

@@ -77,6 +77,8 @@ def metrics_of(parts: Parts, cfg: DictConfig, records: list[EpisodeRecord]) -> d
     metrics = compute_metrics(records, runs_per_repetition=parts.protocol.runs)
     metrics.update(parts.env.run_metrics(latest(records)))
     metrics.update(memory.metrics())
+    # the method's settings as the run used them: every "official" reading resolved for its env
+    metrics["method_settings"] = memory.settings.to_dict()
     metrics["memory_size"] = memory.size()
     if memory.learns:
         metrics["train_test_overlap_tasks"] = overlapping_tasks(parts)

@@ -77,6 +77,7 @@ from typing import Any, Literal
 import numpy as np
 
 from memarena.core import ChatRequest, ConfigError, MemoryContext, MemoryQuery
+from memarena.core.memory import Capabilities
 from memarena.core.typecheck import Count, Positive
 from memarena.memory.amem import memco_layout, prompts
 from memarena.memory.amem.notes import Note, apply_evolution
@@ -137,7 +138,7 @@ class AMem(ModalBaseline):
     schema_version = 1
     # MemCo's A-Mem has no global retriever (its amem.py defines no set_global_retriever, so
     # the harness never reads the global memory it builds): each domain agent sees its own notes
-    has_global = False
+    capabilities = Capabilities(has_global=False)
     MODES = ("full", "lite")
     DEFAULT_TOP_K = {"full": 3, "lite": 3}
     DEFAULT_INDEX_TEXT = {"full": "amem", "lite": "content"}

@@ -43,6 +43,7 @@ from typing import Any, Literal
 import numpy as np
 
 from memarena.core import ConfigError, Outcome, Trajectory
+from memarena.core.memory import Capabilities
 from memarena.core.typecheck import Count, NonNegative, Positive
 from memarena.memory.evograph.controller import (
     DEFAULT_CONTEXT_TOKENS,
@@ -81,7 +82,7 @@ class EvoGraphMem(GMemory):
     explains_failures = False  # the controller reads the trajectory itself
     # no paper or code runs EvoGraph-Mem under per-domain memories: each domain's agent reads its
     # own graph (G-Memory's global-only retrieval under MemCo's protocol is not inherited)
-    has_global = False
+    capabilities = Capabilities(has_global=False)
     PURPOSES = (*GMEMORY_PURPOSES, "controller")
 
     Settings = EvoGraphSettings

@@ -99,6 +99,7 @@ import numpy as np
 
 from memarena.core import ConfigError, MemoryContext, MemoryMethod, MemoryQuery, Outcome, Trajectory
 from memarena.core.json_budget import token_caps
+from memarena.core.memory import Capabilities
 from memarena.core.settings import MethodSettings
 from memarena.core.typecheck import Count, NonNegative, Positive
 from memarena.memory.gmemory import episodes, maintenance, prompts
@@ -154,9 +155,8 @@ class GMemory(MemoryMethod):
 
     name = "gmemory"
     schema_version = 2
-    granularity = "task"
-    acquisition_policy = "agent"
-    has_global = True  # per-domain memories: a global memory re-observes every domain's episodes
+    # per-domain memories: a global memory re-observes every domain's episodes
+    capabilities = Capabilities(has_global=True)
     explains_failures = True  # ask the LLM why a failed task failed (comparative pass input)
     PURPOSES: tuple[str, ...] = PURPOSES  # memory-LLM calls, as counted in token_usage
 

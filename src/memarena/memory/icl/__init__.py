@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from memarena.core import MemoryMethod
+from memarena.core.memory import Capabilities
 from memarena.core.settings import MethodSettings
 from memarena.core.typecheck import Count
 
@@ -24,7 +25,7 @@ class ICLSettings(MethodSettings):
 
 class ICLMemory(MemoryMethod):
     name = "icl"
-    learns = False
+    capabilities = Capabilities(learns=False)
     Settings = ICLSettings
 
     def __init__(self, settings: ICLSettings | None = None, /, **kwargs: Any) -> None:

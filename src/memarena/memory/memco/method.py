@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from memarena.core import ConfigError, MemoryContext, MemoryMethod, MemoryQuery, Outcome, Trajectory
+from memarena.core.memory import Capabilities
 from memarena.core.settings import MethodSettings
 from memarena.core.typecheck import Count, Range
 from memarena.memory.memco.base import GlobalRecord
@@ -194,9 +195,8 @@ class MemCo(MemoryMethod):
 
     name = "memco"
     schema_version = 2  # v2: per-episode task roles in the occurrence log
-    granularity = "step"
-    acquisition_policy = "agent"
-    own_domain_memories = True  # per-agent locals and the global memory are MemCo's own
+    # per-agent locals and the global memory are MemCo's own
+    capabilities = Capabilities(granularity="step", own_domain_memories=True)
 
     Settings = MemCoSettings
 

@@ -77,6 +77,7 @@ from typing import Annotated, Any, Literal
 import numpy as np
 
 from memarena.core import ConfigError, MemoryContext, MemoryMethod, MemoryQuery
+from memarena.core.memory import Capabilities
 from memarena.core.typecheck import Positive, Range, Unit
 from memarena.memory.episodic import (
     BaselineSettings,
@@ -162,7 +163,7 @@ class MemRL(ModalBaseline):
 
     name = "memrl"
     schema_version = 1
-    has_global = True
+    capabilities = Capabilities(has_global=True)
     MODES = ("faithful",)
     DEFAULT_TOP_K = {"faithful": 5}
     PURPOSES = PURPOSES

@@ -51,6 +51,7 @@ from typing import Any, Literal
 import numpy as np
 
 from memarena.core import ConfigError, MemoryContext, MemoryMethod, MemoryQuery
+from memarena.core.memory import Capabilities
 from memarena.core.typecheck import Count, Positive
 from memarena.memory.episodic import (
     BaselineSettings,
@@ -129,7 +130,7 @@ class MemSkill(ModalBaseline):
     PURPOSES = ("controller", "executor", "designer")
     COUNTS = ("spans", "insert", "update", "delete", "noop", "invalid", "designs",
               "skill_changes", "rebuilds", "ppo_updates")  # fmt: skip
-    has_global = True
+    capabilities = Capabilities(has_global=True)
 
     Settings = MemSkillSettings
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from memarena.core import MemoryMethod
+from memarena.core.memory import Capabilities
 
 
 class NoMemory(MemoryMethod):
     name = "none"
-    learns = False
+    capabilities = Capabilities(learns=False)

@@ -83,8 +83,6 @@ class ReMe(MemoryMethod):
 
     name = "reme"
     schema_version = 1
-    granularity = "task"
-    acquisition_policy = "agent"
     Settings = ReMeSettings
 
     def __init__(self, settings: ReMeSettings | None = None, /, **kwargs: Any) -> None:
