@@ -176,7 +176,66 @@ def test_metrics_and_the_snapshot_carry_the_settings(tmp_path):
                    "method.k_local=2", f"paths.results_dir={tmp_path}"])  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
     (metrics,) = tmp_path.rglob("metrics.json")
-    settings = json.loads(metrics.read_text())["method_settings"]
+    written = json.loads(metrics.read_text())
+    settings = written["method_settings"]
     assert settings["k_local"] == 2 and settings["facets"] == ["x", "p", "g"]
+    assert written["readings"]["protocol.count_retries"] == "memarena"
     snapshot = json.loads((metrics.parent / "memory" / "memory.json").read_text())
     assert snapshot["settings"] == settings
+
+
+def _reading_fields():
+    from memarena.pipeline.protocol import ProtocolSettings
+
+    classes = {f"method={o}": k.Settings for o, k in OPTIONS.items()}
+    classes["protocol"] = ProtocolSettings
+    for owner, klass in classes.items():
+        hints = typing.get_type_hints(klass, include_extras=True)
+        for f in dataclasses.fields(klass):
+            if f.metadata.get("readings"):
+                yield owner, klass, f, hints[f.name]
+
+
+def test_every_reading_names_its_sources_with_valid_values():
+    """A reading (core.settings.reading) names where each value comes from: the released code
+    (``released``, or another code's: ``memco_released``), the paper, or memarena; every value
+    is one the key takes, and the default is one of them."""
+    from memarena.core.settings import SOURCES
+    from memarena.core.typecheck import fits
+
+    found = list(_reading_fields())
+    assert len({(o, f.name) for o, _, f, _ in found}) >= 20
+    for owner, _, f, hint in found:
+        sources = f.metadata["readings"]
+        assert len(sources) >= 1, (owner, f.name)
+        for name, value in sources.items():
+            assert name in SOURCES or name.endswith("_released"), (owner, f.name, name)
+            assert fits(value, hint), (owner, f.name, name, value)
+        assert f.default in sources.values(), (owner, f.name)
+
+
+def test_a_run_records_which_source_each_reading_follows():
+    """MemCo's table runs MemRL twice: as MemCo's released script evaluated it and with its
+    learnt memory; each run's readings say which (metrics.json ``readings``)."""
+    from doubles import FakeEmbedder, FakeLLM
+
+    from conftest import compose_cfg
+    from memarena.core import MemoryServices
+    from memarena.core.settings import readings_of
+    from memarena.pipeline.build import build_part
+    from memarena.pipeline.protocol import ProtocolSettings
+
+    services = MemoryServices(llm_factory=FakeLLM, embedder_factory=FakeEmbedder)
+    seen = {}
+    for option in ("memrl_as_released", "memrl"):
+        cfg = compose_cfg(["experiment=memco_table1_pddl", f"method={option}"])
+        seen[option] = build_part(cfg.method, services=services, env_name="pddl").readings
+    assert seen["memrl_as_released"]["method.eval_memory"] == "memco_released"
+    assert seen["memrl"]["method.eval_memory"] == "memarena"
+    dynamic = compose_cfg(["experiment=reme_table1_dynamic", "ablation=reme/dynamic"])
+    stricter = compose_cfg(["experiment=reme_table1_dynamic", "ablation=reme/dynamic_memarena"])
+    for cfg, source in ((dynamic, "released"), (stricter, "memarena")):
+        protocol = ProtocolSettings.from_config(dict(cfg.protocol))
+        assert readings_of(protocol, "protocol") == {
+            "protocol.count_retries": source, "protocol.memory_across_runs": source,
+        }  # fmt: skip

@@ -97,7 +97,7 @@ from memarena.core.gc_pause import gc_paused
 from memarena.core.llm_types import ChatRequest, Completion, seeded_for_run
 from memarena.core.progress import heartbeat
 from memarena.core.protocols import Backbone, Embedder
-from memarena.core.settings import MethodSettings
+from memarena.core.settings import MethodSettings, readings_of
 from memarena.core.types import MemoryContext, MemoryQuery, Outcome, Trajectory
 
 SNAPSHOT_FILE = "memory.json"
@@ -282,6 +282,8 @@ class MemoryMethod:
                 f"{type(self).__name__} got unexpected keyword arguments: {sorted(values)}"
             )
         self.settings = given.resolved(env_name)
+        # which source each reading follows (as configured: ``official`` is the released code's)
+        self.readings = readings_of(given, "method")
         if name is not None:
             self.name = name
         self.services = services or MemoryServices()

@@ -102,6 +102,35 @@ class MethodSettings:
         return dataclasses.replace(self, **changes)  # type: ignore[type-var]
 
 
+# where a reading of a choice comes from (``<code>_released``: another released code's, e.g.
+# memco_released for MemCo's fork of a baseline)
+SOURCES = ("released", "paper", "memarena")
+
+
+def reading(default: Any, **sources: Any) -> Any:
+    """A setting whose values are readings of one choice (the paper's text, the code that
+    produced its numbers, memarena's own where neither settles it): ``sources`` names each
+    source's value (``released=``, ``paper=``, ``memarena=``, ``<code>_released=``). The
+    default is the value the experiments use; a run records which source its value follows
+    (:func:`readings_of`, ``metrics.json`` ``readings``)."""
+    return dataclasses.field(default=default, metadata={"readings": dict(sources)})
+
+
+def readings_of(settings: Any, prefix: str) -> dict[str, str]:
+    """``{"<prefix>.<key>": "released" | "paper+memarena" | ... | "other"}``: for each field
+    of the dataclass ``settings`` declared with :func:`reading`, the sources whose value its
+    value is (joined by ``+``), or ``other`` for a value no source names."""
+    out = {}
+    for f in dataclasses.fields(settings):
+        sources = f.metadata.get("readings")
+        if not sources:
+            continue
+        value = _plain(getattr(settings, f.name))
+        names = [name for name, v in sources.items() if _plain(v) == value]
+        out[f"{prefix}.{f.name}"] = "+".join(names) or "other"
+    return out
+
+
 def _plain(value: Any) -> Any:
     """Lists and mappings of any kind (tuples, OmegaConf's containers) as lists and dicts."""
     if isinstance(value, Mapping):

@@ -41,7 +41,7 @@ class DomainTeam(MemoryMethod):
         # what the pipeline reads of the method, whole: its capabilities and settings
         self.schema_version = model.schema_version
         self.capabilities = model.capabilities
-        self.settings = model.settings
+        self.settings, self.readings = model.settings, model.readings
         self._factory = factory
         self._package = model.package  # the snapshot's reader is the method's, not the team's
         self._spare: MemoryMethod | None = model

@@ -24,6 +24,7 @@ from typing import Any
 
 from memarena.agent.prompts import PROMPT_FORMATS, TOOL_CALLS
 from memarena.core import ConfigError
+from memarena.core.settings import reading
 
 ACTION_MODES = ("choice", "free")
 DOMAIN_MEMORIES = ("pooled", "per_domain")
@@ -51,8 +52,10 @@ class ProtocolSettings:
     resume: bool = True
     snapshot_from: str | None = None
     retry_errors: bool = True
-    count_retries: bool = False
-    memory_across_runs: bool = False
+    # ReMe's dynamic setting: a retried task counts as its last trial, and the runs of a
+    # repetition share one memory (its released agents); memarena's stricter reading: neither
+    count_retries: bool = reading(False, released=True, memarena=False)
+    memory_across_runs: bool = reading(False, released=True, memarena=False)
     max_failed_batches: int = 3
     max_error_rate: float | None = 0.1
     episode_timeout_s: float | None = None

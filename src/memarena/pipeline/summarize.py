@@ -33,6 +33,7 @@ from omegaconf import DictConfig
 from memarena.agent import LLMPolicy, Policy
 from memarena.core import MemarenaError
 from memarena.core.costs import add_into, requests, tokens
+from memarena.core.settings import readings_of
 from memarena.pipeline.build import Parts
 from memarena.pipeline.tasks import cap_tasks
 from memarena.results import store as files
@@ -79,6 +80,8 @@ def metrics_of(parts: Parts, cfg: DictConfig, records: list[EpisodeRecord]) -> d
     metrics.update(memory.metrics())
     # the method's settings as the run used them: every "official" reading resolved for its env
     metrics["method_settings"] = memory.settings.to_dict()
+    # the source each reading follows (released / paper / memarena / <code>_released / other)
+    metrics["readings"] = {**memory.readings, **readings_of(parts.protocol, "protocol")}
     metrics["memory_size"] = memory.size()
     if memory.learns:
         metrics["train_test_overlap_tasks"] = overlapping_tasks(parts)

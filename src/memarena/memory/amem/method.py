@@ -78,6 +78,7 @@ import numpy as np
 
 from memarena.core import ChatRequest, ConfigError, MemoryContext, MemoryQuery
 from memarena.core.memory import Capabilities
+from memarena.core.settings import reading
 from memarena.core.typecheck import Count, Positive
 from memarena.memory.amem import memco_layout, prompts
 from memarena.memory.amem.notes import Note, apply_evolution
@@ -119,13 +120,15 @@ class AMemSettings(BaselineSettings):
     linked_k: Count | None = None  # null: top_k
     hint_k: Count = 0
     insight_k: Count = 0
-    note_terms: Literal["default", "tokens"] = "default"
+    note_terms: Literal["default", "tokens"] = reading(
+        "default", released="default", memco_released="tokens"
+    )
     index_text: Literal["amem", "memco", "content"] | None = None  # null: the mode's
-    layout: Literal["amem", "memco"] = "amem"
+    layout: Literal["amem", "memco"] = reading("amem", memarena="amem", memco_released="memco")
     evolution_k: Positive = 5
     consolidate_every: Positive = 100
-    observation_chars: Positive | None = 300  # null: no limit
-    content_chars: Positive | None = 4000  # null: no limit
+    observation_chars: Positive | None = reading(300, memarena=300, memco_released=None)
+    content_chars: Positive | None = reading(4000, memarena=4000, memco_released=None)
     success_only: bool = False
     note_content: Literal["trajectory", "extracted"] = "trajectory"
 

@@ -70,7 +70,7 @@ class EvoGraphSettings(GMemorySettings):
     lam: NonNegative = 1.0  # lambda of Eq. 8
     controller_ops: tuple[Literal["KEEP", "ARCHIVE", "REVISE"], ...] = ("KEEP", "ARCHIVE", "REVISE")
     allow_add: bool = True
-    keep_mode: Literal["reinforce", "untouched"] = "reinforce"  # what KEEP does
+    keep_mode: Literal["reinforce", "untouched"] = "reinforce"  # what KEEP does (Figure 3)
     controller_context_tokens: Positive | None = None  # null: the memory backbone's context
 
 

@@ -100,7 +100,7 @@ import numpy as np
 from memarena.core import ConfigError, MemoryContext, MemoryMethod, MemoryQuery, Outcome, Trajectory
 from memarena.core.json_budget import token_caps
 from memarena.core.memory import Capabilities
-from memarena.core.settings import MethodSettings
+from memarena.core.settings import MethodSettings, reading
 from memarena.core.typecheck import Count, NonNegative, Positive
 from memarena.memory.gmemory import episodes, maintenance, prompts
 from memarena.memory.gmemory.insights import InsightGraph
@@ -130,7 +130,7 @@ class GMemorySettings(MethodSettings):
     top_b: Count = 3  # insights shown
     n_successes: Count = 1
     retrieve_threshold: float = 0.0
-    rerank_successes: bool = True
+    rerank_successes: bool = reading(True, released=True, memco_released=False)
     link_k: Count = 10
     link_threshold: float = 0.85
     start_insights_threshold: Count = 5
@@ -138,12 +138,15 @@ class GMemorySettings(MethodSettings):
     insights_point_num: Count = 5
     merge_every: Positive = 20
     max_key_steps: Count = 5
-    key_steps_temperature: NonNegative = 0.1  # G-Memory's code: 0.1; MemCo's fork: 0
-    memory_temperature: NonNegative = 0.1  # llm_config's default for calls that set none
-    show_key_steps: bool = True
-    n_failed: Count = 0
-    failed_cases: Literal["none", "hint"] = "none"  # how retrieved failed tasks reach the prompt
-    insight_identity: Literal["text", "id"] = "text"  # what names a shown insight
+    key_steps_temperature: NonNegative = reading(0.1, released=0.1, memco_released=0.0)
+    # llm_config's default for calls that set none (both codes); memarena's earlier 0
+    memory_temperature: NonNegative = reading(0.1, released=0.1, memarena=0.0)
+    show_key_steps: bool = reading(True, released=True, memco_released=False)
+    n_failed: Count = reading(0, released=0, memco_released=1)
+    # how retrieved failed tasks reach the prompt
+    failed_cases: Literal["none", "hint"] = reading("none", released="none", memco_released="hint")
+    # what names a shown insight
+    insight_identity: Literal["text", "id"] = reading("text", released="text", memarena="id")
     use_llm: bool = True
     max_tokens: Any = None
     seed: int = 0

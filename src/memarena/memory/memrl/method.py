@@ -78,6 +78,7 @@ import numpy as np
 
 from memarena.core import ConfigError, MemoryContext, MemoryMethod, MemoryQuery
 from memarena.core.memory import Capabilities
+from memarena.core.settings import reading
 from memarena.core.typecheck import Positive, Range, Unit
 from memarena.memory.episodic import (
     BaselineSettings,
@@ -151,7 +152,10 @@ class MemRLSettings(BaselineSettings):
     failure_reward: float = -1.0
     q_init: float = 0.0
     merge_threshold: float = 0.9
-    eval_memory: Literal["empty_as_released", "learnt"] = "learnt"
+    # what evaluation reads: MemCo's released script an empty intent table; memarena the learnt one
+    eval_memory: Literal["empty_as_released", "learnt"] = reading(
+        "learnt", memco_released="empty_as_released", memarena="learnt"
+    )
     note_chars: Positive = 800
     trajectory_chars: Positive = 6000
     temperature: Any = None  # a number, or {purpose: number} (script, reflection)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from memarena.core.env import env_family
-from memarena.core.settings import MethodSettings
+from memarena.core.settings import MethodSettings, reading
 from memarena.core.typecheck import Range
 
 # reward: official -> the reward ReMe's agent for the benchmark ranks samples by: BFCL's checker
@@ -36,17 +36,20 @@ class ReMeSettings(MethodSettings):
     max_experiences: Positive = 3
     judge: bool = True
     judge_min_score: Annotated[float, Range(ge=0, le=1)] = 0.5
-    judge_sees_task: bool = False
-    judge_unparsed: Literal["keep", "drop"] = "keep"
+    judge_sees_task: bool = reading(False, released=False, memarena=True)  # validation op
+    judge_unparsed: Literal["keep", "drop"] = reading("keep", released="keep", memarena="drop")
     dedup_threshold: Annotated[float, Range(ge=-1, le=1)] = 0.5  # a cosine
-    dedup_against: Literal["usage_scenario", "content"] = "usage_scenario"
-    reward: Literal["official", "success", "progress"] = "official"
+    dedup_against: Literal["usage_scenario", "content"] = reading(
+        "usage_scenario", released="usage_scenario", memarena="content"
+    )
+    reward: Literal["official", "success", "progress"] = reading("official", released="official")
     generalize_queries: bool = True
     # -- reuse (Section 3.3, Appendix C.2)
     top_k: Count = 5
     retrieval_key: Literal[
         "usage_scenario", "task_query", "generalized_query", "keywords", "experience_keywords"
     ] = "usage_scenario"
+    # the sampling agent runs without memory: memarena (the paper and the code sample without it)
     retrieve_during_acquisition: bool = False
     summary_batch: Positive = 16
     rerank: bool = False
@@ -56,15 +59,25 @@ class ReMeSettings(MethodSettings):
     addition: Literal["selective", "full"] = "selective"
     reflection: bool = True
     max_reflections: Count = 3
-    retry_lessons: Literal["failure_analysis", "reflect"] = "failure_analysis"
-    retry_context: Literal["lessons", "experiences_and_lessons"] = "lessons"
-    retry_without_lessons: Literal["retrieve", "none"] = "retrieve"
-    retry_success_adds: Literal["retry_summary", "lessons"] = "retry_summary"
+    retry_lessons: Literal["failure_analysis", "reflect"] = reading(
+        "failure_analysis", released="failure_analysis", memarena="reflect"
+    )
+    retry_context: Literal["lessons", "experiences_and_lessons"] = reading(
+        "lessons", released="lessons", memarena="experiences_and_lessons"
+    )
+    retry_without_lessons: Literal["retrieve", "none"] = reading(
+        "retrieve", released="retrieve", memarena="none"
+    )
+    retry_success_adds: Literal["retry_summary", "lessons"] = reading(
+        "retry_summary", released="retry_summary", paper="lessons"
+    )
     deletion: bool = True
     delete_min_retrievals: Count = 5  # alpha
     delete_max_utility: float = 0.5  # beta
-    delete_strict: bool = True
-    delete_every: Literal["official"] | Positive | None = "official"
+    delete_strict: bool = reading(True, released=True, paper=False)  # u/f < beta; Eq. 1: <=
+    delete_every: Literal["official"] | Positive | None = reading(
+        "official", released="official", memarena=None
+    )
     # -- the memory LLM and what it is shown
     temperature: Annotated[float, Range(ge=0)] = 0.0
     max_tokens: Any = None
