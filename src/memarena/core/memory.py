@@ -10,19 +10,28 @@ branches on a method's name; a method knows benchmarks only by ``env_name`` and 
 feedback in trajectories.
 
 Construction
-    ``__init__(self, <your parameters>, **kwargs)`` calling ``super().__init__(**kwargs)``.
-    Every key of the method's config (and of an ``ablation`` that sets ``method.*``) arrives
-    as a keyword argument; the pipeline checks the keys against the signatures along the
-    class's MRO before anything is built, so a misspelled key ends the run with a message.
-    Name each parameter explicitly; only pass ``**kwargs`` on to ``super().__init__``.
-    The pipeline adds ``services`` (the models below) and ``env_name``.
+    The method's parameters are one frozen dataclass, its ``Settings``
+    (:class:`~memarena.core.settings.MethodSettings`: ``Literal`` choices, ``Range`` bounds,
+    ``reading(...)`` where the paper and the released code differ), and the constructor takes
+    them: ``__init__(self, settings=None, /, **kwargs)`` calling
+    ``super().__init__(settings, **kwargs)``, then reading ``self.settings``. Every key of the
+    method's config (and of an ``ablation`` that sets ``method.*``) arrives as a keyword
+    argument and becomes a field; the pipeline checks keys and values against the fields
+    before any job starts, so a misspelled key or an invalid choice ends the run with a
+    message. ``self.settings`` is resolved for the run's env (``MethodSettings.resolved``: an
+    ``official`` reading becomes the released code's value), ``self.readings`` says which
+    source each reading follows. The pipeline adds ``services`` (the models below) and
+    ``env_name``.
 
-Class attributes (set them on the class, or on the instance in ``__init__``)
-    ``name``, ``schema_version`` (bump it when the snapshot layout changes),
+Capabilities (one :class:`Capabilities` value, ``capabilities``)
+    ``name`` and ``schema_version`` (bump it when the snapshot layout changes) are class
+    attributes; everything else the pipeline reads is the method's :class:`Capabilities`:
     ``granularity``: ``"task"`` (retrieve once per episode) or ``"step"`` (before every step,
     as MemCo), ``acquisition_policy``: ``"agent"`` (the agent acts on the train tasks) or
     ``"expert"`` (the env's expert acts: ICL demonstrations), ``learns`` (False: no acquisition
-    phase at all, e.g. ``none``).
+    phase at all, e.g. ``none``), and the fields below. Declare the class's as
+    ``capabilities = Capabilities(...)``; set one its settings decide in ``__init__`` by
+    attribute (``self.acquisition_samples = s.samples``).
 
 Acquisition (train split)
     The pipeline runs the train tasks and calls :meth:`observe_groups` with, per task, the
