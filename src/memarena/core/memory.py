@@ -247,19 +247,9 @@ class MemoryMethod:
 
     name: str = "base"
     schema_version: int = 1
+    # what the pipeline reads of the method; each field is also an attribute (``self.learns``,
+    # ``self.acquisition_samples``: the properties set after the class, :func:`_capability`)
     capabilities: Capabilities = Capabilities()
-    granularity = _capability("granularity")
-    acquisition_policy = _capability("acquisition_policy")
-    learns = _capability("learns")
-    acquisition_samples = _capability("acquisition_samples")
-    acquisition_temperature = _capability("acquisition_temperature")
-    retrieves_during_acquisition = _capability("retrieves_during_acquisition")
-    acquisition_observe_tasks = _capability("acquisition_observe_tasks")
-    max_reflections = _capability("max_reflections")
-    benchmark_examples = _capability("benchmark_examples")
-    history_steps = _capability("history_steps")
-    has_global = _capability("has_global")
-    own_domain_memories = _capability("own_domain_memories")
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -457,3 +447,7 @@ class MemoryMethod:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         return None
+
+
+for _field in CAPABILITIES:  # method.<field> reads and sets the method's Capabilities
+    setattr(MemoryMethod, _field, _capability(_field))
