@@ -68,7 +68,7 @@ class MethodSettings:
         constructor's own, such as ``services``). Both at once is a TypeError."""
         names = cls.field_names()
         # plain values: a config's lists and mappings (OmegaConf's) as lists and dicts
-        given = {k: _plain(values.pop(k)) for k in list(values) if k in names}
+        given = {k: plain(values.pop(k)) for k in list(values) if k in names}
         if settings is None:
             return cls(**given)
         if given:
@@ -96,7 +96,7 @@ class MethodSettings:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain values (tuples as lists), for ``metrics.json`` and the snapshot."""
-        return {k: _plain(v) for k, v in dataclasses.asdict(self).items()}  # type: ignore[call-overload]
+        return {k: plain(v) for k, v in dataclasses.asdict(self).items()}  # type: ignore[call-overload]
 
     def replace(self, **changes: Any):
         return dataclasses.replace(self, **changes)  # type: ignore[type-var]
@@ -125,18 +125,19 @@ def readings_of(settings: Any, prefix: str) -> dict[str, str]:
         sources = f.metadata.get("readings")
         if not sources:
             continue
-        value = _plain(getattr(settings, f.name))
-        names = [name for name, v in sources.items() if _plain(v) == value]
+        value = plain(getattr(settings, f.name))
+        names = [name for name, v in sources.items() if plain(v) == value]
         out[f"{prefix}.{f.name}"] = "+".join(names) or "other"
     return out
 
 
-def _plain(value: Any) -> Any:
-    """Lists and mappings of any kind (tuples, OmegaConf's containers) as lists and dicts."""
+def plain(value: Any) -> Any:
+    """Lists and mappings of any kind (tuples, OmegaConf's containers, which Hydra passes) as
+    plain lists and dicts."""
     if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): plain(v) for k, v in value.items()}
     if isinstance(value, Sequence) and not isinstance(value, str | bytes):
-        return [_plain(v) for v in value]
+        return [plain(v) for v in value]
     return value
 
 

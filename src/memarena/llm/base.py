@@ -20,13 +20,13 @@ import json
 import logging
 import sqlite3
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from memarena.core.errors import ConfigError
 from memarena.core.llm_types import REQUEST_FAILED, ChatRequest, Completion
+from memarena.core.settings import plain  # noqa: F401  (the engines import it from here)
 from memarena.core.types import Usage
 from memarena.llm.cache import CallCache
 
@@ -142,15 +142,6 @@ class BackboneBase(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"
-
-
-def plain(value: Any) -> Any:
-    """Plain dicts and lists from config containers (Hydra passes DictConfig/ListConfig)."""
-    if isinstance(value, Mapping):
-        return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, Sequence) and not isinstance(value, str | bytes):
-        return [plain(v) for v in value]
-    return value
 
 
 def _first(results: list[Completion], keys: list[str], key: str) -> Completion:
