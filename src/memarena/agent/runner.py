@@ -34,8 +34,24 @@ import logging
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from memarena.agent.autogen import (
+    AGENT_LOOPS,
+    HELPER,
+    HELPER_PREAMBLE,
+    LAYOUTS,
+    META_CHECK,
+    SOLVER_PREAMBLE,
+    HistoryView,
+    build_autogen,
+    env_steps,
+    executed_actions,
+    meta_check_due,
+    meta_check_messages,
+    meta_check_thought,
+    solver_stuck,
+)
 from memarena.agent.parse import parse_action
 from memarena.agent.policy import Decision, Policy
 from memarena.agent.prompts import (
@@ -51,6 +67,7 @@ from memarena.core import (
     Completion,
     Env,
     Episode,
+    Feedback,
     MemoryContext,
     MemoryMethod,
     MemoryQuery,
@@ -62,6 +79,7 @@ from memarena.core import (
     Trajectory,
 )
 from memarena.core.costs import MemoryCost, add_into, counters, difference, split
+from memarena.core.env import env_family
 from memarena.core.llm_types import stable_seed
 from memarena.core.progress import Progress
 
@@ -89,8 +107,15 @@ class RunnerSettings:
     record_memory: bool = False  # keep each step's memory text (protocol.record_memory)
     prompt_format: str = "conversation"  # or "single" (see memarena.agent.prompts)
     tool_calls: str = "native"  # tool-calling envs: "native" where the backbone takes tools; "text"
+    # "memarena" (the prompt_format above) or a released loop (see memarena.agent.autogen)
+    agent_loop: str = "memarena"
+    history_observation_chars: int | None = None  # released loop: past observations cut so
 
     def __post_init__(self) -> None:
+        if self.agent_loop not in AGENT_LOOPS:
+            raise ValueError(
+                f"protocol.agent_loop must be one of {AGENT_LOOPS}, not {self.agent_loop!r}"
+            )
         if self.prompt_format not in PROMPT_FORMATS:
             raise ValueError(
                 f"protocol.prompt_format must be one of {PROMPT_FORMATS}, "
@@ -135,6 +160,7 @@ class _Live:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     invalid_replies: int = 0
+    helper_turns: int = 0  # steps the stuck-solver helper chose (released agent loop)
     replies_at_cap: int = 0  # free-text replies as long as the reply cap (see the docstring)
     cost: MemoryCost = field(default_factory=MemoryCost)
     started: float = field(default_factory=time.perf_counter)
@@ -144,6 +170,7 @@ class _Live:
     conversation: Conversation | None = None  # the conversation format's chat so far
     reply: str = ""  # the last reply, added to the conversation with the next observation
     spans: list[MemorySpan] = field(default_factory=list)  # the memory in the step's prompt
+    asked: list = field(default_factory=list)  # the messages the last step's action answered
 
 
 def _error_result(trajectory: Trajectory, exc: Exception, t0: float, order: int) -> EpisodeResult:
@@ -179,6 +206,7 @@ class EpisodeRunner:
         self._failed_batches = 0  # consecutive steps in which every request failed
         # what this runner's retrievals added to the memory's counters (see core.costs)
         self.retrieval_spent: dict = {}
+        self._family = env_family(getattr(env, "name", ""))
 
     # --------------------------------------------------------------------------------------
     def run(
@@ -290,7 +318,7 @@ class EpisodeRunner:
 
     def _decision(self, item: _Live) -> Decision:
         obs = item.observation
-        step = len(item.trajectory.steps)
+        step = env_steps(item.trajectory.steps)
         if self.retrieve and self.memory.granularity == "step" and step > 0:
             query = MemoryQuery(
                 task=item.task,
@@ -309,7 +337,21 @@ class EpisodeRunner:
         show_actions = choices is None and bool(obs.admissible_actions)
         prompt = self.env.prompt(item.task)
         tools = None
-        if self.s.prompt_format == "single":
+        if self.s.agent_loop in LAYOUTS:
+            messages, item.spans = build_autogen(
+                prompt,
+                item.task,
+                obs,
+                item.trajectory.steps,
+                item.memory,
+                layout=LAYOUTS[self.s.agent_loop],
+                family=self._family,
+                initial_observation=item.trajectory.initial_observation,
+                examples=self.memory.benchmark_examples,
+                show_actions=show_actions,
+                view=HistoryView(self.s.history_steps, self.s.history_observation_chars),
+            )
+        elif self.s.prompt_format == "single":
             messages, item.spans = build_single(
                 prompt,
                 item.task,
@@ -339,7 +381,7 @@ class EpisodeRunner:
             messages, item.spans = item.conversation.prompt()
             if item.conversation.native_tools:
                 tools = prompt.tools
-        key = f"{self.phase}:{item.run}:{item.task.id}:{step}"
+        key = f"{self.phase}:{item.run}:{item.task.id}:{env_steps(item.trajectory.steps)}"
         request = ChatRequest(
             messages=messages,
             choices=choices,
@@ -365,7 +407,9 @@ class EpisodeRunner:
         add_into(self.retrieval_spent, spent)
 
     def _step_all(self, live: list[_Live]) -> list[_Live]:
-        """One lockstep: a request per live episode, one batched call, one env step each."""
+        """One lockstep: a request per live episode, one batched call, one env step each (in
+        the released agent loop, a second batched call for the stuck solvers' helper, and one
+        for MemCo's meta-checks after the step)."""
         ended: list[_Live] = []
         decisions: list[Decision] = []
         asking: list[_Live] = []
@@ -380,6 +424,7 @@ class EpisodeRunner:
         failed = [c.fallback == REQUEST_FAILED for c in completions]
         if failed:
             self._failed_batches = self._failed_batches + 1 if all(failed) else 0
+        chosen: list[tuple[_Live, Decision, Completion, str]] = []
         for item, decision, completion in zip(asking, decisions, completions, strict=True):
             item.prompt_tokens += completion.prompt_tokens
             item.completion_tokens += completion.completion_tokens
@@ -389,6 +434,19 @@ class EpisodeRunner:
                 continue
             try:
                 action = self._action(item, decision.request, completion)
+            except Exception as exc:
+                self._fail(item, exc)
+                ended.append(item)
+                continue
+            chosen.append((item, decision, completion, action))
+        helped = self._helper_turns(chosen, ended) if self.s.agent_loop in LAYOUTS else {}
+        stepped: list[_Live] = []
+        for item, decision, completion, action in chosen:
+            if item in ended:
+                continue
+            if id(item) in helped:
+                decision, completion, action = helped[id(item)]
+            try:
                 result = item.episode.step(action)
             except Exception as exc:
                 self._fail(item, exc)
@@ -420,12 +478,14 @@ class EpisodeRunner:
                         if self.s.record_memory and item.memory.entries
                         else None
                     ),
+                    agent=HELPER if id(item) in helped else None,
                 )
             )
             item.observation = result.observation
+            item.asked = decision.request.messages
             item.reply = completion.text if completion.text.strip() else action
             item.progress = max(item.progress, result.progress)
-            n = len(item.trajectory.steps)
+            n = env_steps(item.trajectory.steps)
             if result.done:
                 item.status = "success" if result.success else "failure"
                 item.success = result.success
@@ -434,7 +494,96 @@ class EpisodeRunner:
                 item.status = "budget"
                 item.success = False
                 ended.append(item)
+            else:
+                stepped.append(item)
+        if self.s.agent_loop in LAYOUTS and LAYOUTS[self.s.agent_loop].meta_check:
+            self._meta_checks(stepped)
         return ended
+
+    def _helper_turns(
+        self, chosen: list[tuple[_Live, Decision, Completion, str]], ended: list[_Live]
+    ) -> dict[int, tuple[Decision, Completion, str]]:
+        """The released stuck-solver helper: for every episode whose solver repeats the last
+        two executed actions, the same user message under the helper's preamble, answered in
+        one batched call; its action replaces the solver's (see memarena.agent.autogen)."""
+        stuck = [
+            (item, decision)
+            for item, decision, _, action in chosen
+            if solver_stuck(executed_actions(item.trajectory.steps), action)
+        ]
+        if not stuck:
+            return {}
+        decisions = []
+        for item, decision in stuck:
+            messages = [dict(m) for m in decision.request.messages]
+            system = messages[0]["content"]
+            messages[0]["content"] = HELPER_PREAMBLE + system[len(SOLVER_PREAMBLE) :]
+            key = decision.key + ":helper"
+            request = replace(
+                decision.request, messages=messages, seed=stable_seed(self.s.seed, key)
+            )
+            decisions.append(Decision(request, item.episode, key))
+        completions = self.policy.decide(decisions)
+        out: dict[int, tuple[Decision, Completion, str]] = {}
+        for (item, _), decision, completion in zip(stuck, decisions, completions, strict=True):
+            item.prompt_tokens += completion.prompt_tokens
+            item.completion_tokens += completion.completion_tokens
+            if completion.fallback == REQUEST_FAILED:
+                self._fail(item, RequestFailed(completion.error or "no answer"))
+                ended.append(item)
+                continue
+            try:
+                action = self._action(item, decision.request, completion)
+            except Exception as exc:
+                self._fail(item, exc)
+                ended.append(item)
+                continue
+            item.helper_turns += 1
+            out[id(item)] = (decision, completion, action)
+        return out
+
+    def _meta_checks(self, stepped: list[_Live]) -> None:
+        """MemCo's meta-check (gpt-4o-mini on ALFWorld, every 5th step): a ``think:`` line
+        from the solver joins the trajectory as a step answered ``OK.``, sent to no env and
+        using no step; any other reply is dropped."""
+        due = [
+            item
+            for item in stepped
+            if meta_check_due(
+                self.policy.name, self._family, env_steps(item.trajectory.steps), False
+            )
+        ]
+        if not due:
+            return
+        decisions = []
+        for item in due:
+            messages = meta_check_messages(item.asked, item.observation.admissible_actions)
+            key = f"{self.phase}:{item.run}:{item.task.id}:{env_steps(item.trajectory.steps)}:meta"
+            request = ChatRequest(
+                messages=messages,
+                temperature=self.s.temperature,
+                max_tokens=self.s.max_tokens,
+                seed=stable_seed(self.s.seed, key),
+                stop=list(self.s.stop) if self.s.stop else None,
+            )
+            decisions.append(Decision(request, item.episode, key))
+        for item, completion in zip(due, self.policy.decide(decisions), strict=True):
+            item.prompt_tokens += completion.prompt_tokens
+            item.completion_tokens += completion.completion_tokens
+            thought = meta_check_thought(completion.text)
+            if thought is None:
+                continue
+            item.trajectory.steps.append(
+                Step(
+                    action=thought,
+                    observation="OK.",
+                    reward=0.0,
+                    progress=item.progress,
+                    feedback=Feedback(True, False, None),
+                    raw_output=completion.text,
+                    agent=META_CHECK,
+                )
+            )
 
     def _timed_out(self, live: list[_Live]) -> list[_Live]:
         """The live episodes past ``episode_timeout_s``, ended with status ``timeout``. Checked
@@ -496,12 +645,13 @@ class EpisodeRunner:
         outcome = Outcome(
             success=item.success,
             progress=item.progress,
-            steps=len(item.trajectory.steps),
+            steps=env_steps(item.trajectory.steps),
             status=item.status,
             error=item.error,
             prompt_tokens=item.prompt_tokens,
             completion_tokens=item.completion_tokens,
             invalid_replies=item.invalid_replies,
+            helper_turns=item.helper_turns,
         )
         return EpisodeResult(
             item.trajectory,

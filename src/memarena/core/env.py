@@ -47,6 +47,10 @@ class EnvPrompt:
     tools: list[dict[str, Any]] | None = None
     tools_system: str | None = None
     tools_action_format: str | None = None
+    # the prompt of the released agent loop (protocol.agent_loop gmemory_autogen /
+    # memco_autogen), where the env's differs from memarena's own (FEVER's ReAct thoughts);
+    # None: the same prompt
+    released: EnvPrompt | None = None
 
     def examples(self, count: int | str | None = None) -> list[str]:
         """The examples a prompt shows: ``count`` of them (``"all"``; None = ``shown``)."""

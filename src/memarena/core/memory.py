@@ -213,6 +213,9 @@ class Capabilities:
     benchmark_examples: int | str | None = None
     # the agent's in-task history window this method imposes (None: ``protocol.history_steps``)
     history_steps: int | None = None
+    # the released agent loop only: each shown observation of the episode's own past steps
+    # whitespace-collapsed and cut to this many characters (None: whole; MemCo on ScienceWorld)
+    history_observation_chars: int | None = None
     # -- per-domain memories (protocol.domain_memories: per_domain; see the module docstring)
     has_global: bool = False  # True: merge_domains builds a global memory after acquisition
     own_domain_memories: bool = False  # True: the method keeps per-domain memories itself

@@ -89,6 +89,10 @@ class Step:
     memory: dict[str, str] | None = None
     memory_spans: list[dict[str, Any]] | None = None
     memory_entries: dict[str, str] | None = None  # MemoryContext.entries, with record_memory
+    # who chose the step in the released agent loop (protocol.agent_loop): "helper" (the
+    # stuck-solver helper's action, executed as the solver's) or "meta_check" (MemCo's think:
+    # line, never sent to the env); None: the agent itself
+    agent: str | None = None
 
 
 @dataclass
@@ -101,7 +105,8 @@ class Trajectory:
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         for step in out["steps"]:
-            for key in ("prompt", "memory_ids", "memory", "memory_spans", "memory_entries"):
+            optional = ("prompt", "memory_ids", "memory", "memory_spans", "memory_entries", "agent")
+            for key in optional:
                 if step.get(key) is None:
                     step.pop(key, None)
         return out
@@ -135,6 +140,8 @@ class Outcome:
     # replies the agent could not act on: a constrained answer outside its choices, an empty
     # reply, or an action the env could not read (feedback ``invalid_action`` / ``parse_error``)
     invalid_replies: int = 0
+    # steps the stuck-solver helper chose (protocol.agent_loop gmemory_autogen / memco_autogen)
+    helper_turns: int = 0
 
     @property
     def tokens(self) -> int:

@@ -286,7 +286,7 @@ def build(
     history = protocol.history_steps if memory.history_steps is None else memory.history_steps
     settings = RunnerSettings(
         concurrency=protocol.concurrency,
-        step_budget=protocol.step_budget or env.step_budget,
+        step_budget=protocol.budget_for(memory.name) or env.step_budget,
         history_steps=history,
         action_mode=protocol.action_mode,
         temperature=protocol.temperature,
@@ -299,6 +299,8 @@ def build(
         record_memory=protocol.record_memory,
         prompt_format=protocol.prompt_format,
         tool_calls=protocol.tool_calls,
+        agent_loop=protocol.agent_loop,
+        history_observation_chars=memory.history_observation_chars,
     )
     parts = Parts(env, policy, memory, services, settings, protocol, store, snapshot)
     parts.holding = holding

@@ -22,9 +22,10 @@ import typing
 from dataclasses import dataclass, fields
 from typing import Any
 
+from memarena.agent.autogen import AGENT_LOOPS
 from memarena.agent.prompts import PROMPT_FORMATS, TOOL_CALLS
 from memarena.core import ConfigError
-from memarena.core.settings import reading
+from memarena.core.settings import plain, reading
 
 ACTION_MODES = ("choice", "free")
 DOMAIN_MEMORIES = ("pooled", "per_domain")
@@ -42,7 +43,17 @@ class ProtocolSettings:
     repetitions: int = 1
     freeze_during_eval: bool = True
     step_budget: int | None = None
+    # per method name, a budget that replaces step_budget (MemCo's FEVER: its run_memco.sh passes
+    # 12 to MemCo, its baseline scripts 30 to every other method); such a run is flagged
+    # method_step_budget
+    step_budget_by_method: dict | None = None
     prompt_format: str = "conversation"
+    # the acting agent: memarena's loop (prompt_format), or the released AutoGen loop of
+    # G-Memory (EvoGraph-Mem's tables) or of MemCo's fork (MemCo's tables)
+    agent_loop: str = reading(
+        "memarena", released="gmemory_autogen", memco_released="memco_autogen",
+        memarena="memarena",
+    )  # fmt: skip
     history_steps: int | None = 10
     tool_calls: str = "native"
     action_mode: str = "choice"
@@ -92,6 +103,7 @@ class ProtocolSettings:
         for key, valid in (
             ("action_mode", ACTION_MODES),
             ("prompt_format", PROMPT_FORMATS),
+            ("agent_loop", AGENT_LOOPS),
             ("tool_calls", TOOL_CALLS),
             ("domain_memories", DOMAIN_MEMORIES),
         ):
@@ -108,7 +120,7 @@ class ProtocolSettings:
     def from_config(cls, node: Any) -> ProtocolSettings:
         """From the composed ``protocol`` node (a mapping); unknown keys were already refused
         by the config check, and are refused here too."""
-        values = dict(node)
+        values = {k: plain(v) for k, v in dict(node).items()}
         unknown = sorted(set(values) - set(cls.keys()))
         if unknown:
             raise ConfigError(
@@ -116,6 +128,11 @@ class ProtocolSettings:
                 f"{', '.join(cls.keys())}."
             )
         return cls(**values)
+
+    def budget_for(self, method: str) -> int | None:
+        """The step budget of ``method``: its ``step_budget_by_method`` entry, else
+        ``step_budget`` (None: the env's)."""
+        return (self.step_budget_by_method or {}).get(method, self.step_budget)
 
     @property
     def runs_total(self) -> int:
@@ -147,6 +164,7 @@ _NAMES = {
     bool: "true or false",
     str: "a string",
     list: "a list of strings",
+    dict: "a mapping of method names to step counts >= 1",
 }
 
 
@@ -161,6 +179,8 @@ def _check_type(key: str, value: Any, hint: Any) -> None:
         ok = True
     if kind is list and ok:
         ok = all(isinstance(v, str) and v for v in value)
+    if kind is dict and ok:
+        ok = all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in value.values())
     if not ok:
         null = " or null" if type(None) in options else ""
         raise ConfigError(

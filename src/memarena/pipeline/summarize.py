@@ -161,6 +161,8 @@ def flags_of(parts: Parts, metrics: dict[str, Any], paper_backbone: bool = True)
         or metrics["memory_fallback_rate"] > DEGENERATE_FALLBACK_RATE
     ):
         out.append("degenerate_memory")
+    if parts.memory.name in (protocol.step_budget_by_method or {}):
+        out.append("method_step_budget")
     if metrics.get("train_test_overlap_tasks"):
         out.append("train_test_overlap")
     if metrics.get("n_errors") or metrics.get("acquisition_errors"):

@@ -166,6 +166,7 @@ def cell_texts(summary: pd.DataFrame, digits: int) -> list[str]:
     """Each row of an :func:`over_seeds` summary as one table cell (``mean ± std (n=k)``,
     ``(n=k of m)`` for a partial cell, identical seeds printed once:
     :func:`memarena.results.collect.format_mean_std`)."""
+
     def col(name: str, default: Any) -> Sequence[Any]:
         return summary[name] if name in summary.columns else [default] * len(summary)
 
@@ -339,6 +340,8 @@ FLAG_MEANINGS = {
     "not_paper_backbone": "an LLM the paper did not report this table with (report.backbones)",
     "degenerate_memory": "a memory that holds nothing or whose LLM answers mostly fell back",
     "train_test_overlap": "memory acquired on tasks whose id or goal is a test task's",
+    "method_step_budget": "a step budget of the method's own (protocol.step_budget_by_method: "
+    "its released run script's), not the one the table's other methods ran with",
     "errors": "episodes that ended with an error (server or env failure; n_errors), counted as "
     "failures",
     "timeouts": "episodes cut by protocol.episode_timeout_s (n_timeouts)",
@@ -355,7 +358,7 @@ def flag_note(runs: pd.DataFrame, paper: str, section: str) -> str | None:
     lines: list[str] = []
     for heading, wanted in (
         ("are not full paper cells; their numbers do not follow the paper's protocol", False),
-        ("acquired their memory on test tasks (ids or goals shared with the test set)", True),
+        ("follow the released code in a way the others do not", True),
     ):
         picked = []
         for _, run in runs.iterrows():

@@ -32,6 +32,9 @@ Definitions (every evaluated episode counts, errors included, as a failure):
 - ``replies_at_cap``: the agent's free-text replies whose length reached the reply cap
   (cut by it, e.g. a thinking model's reasoning; the runner's ``details["replies_at_cap"]``
   of each episode, 0 for a non-LLM agent), and ``replies_at_cap_rate`` = that / steps;
+- ``helper_turns``: steps whose action the released agent loop's stuck-solver helper chose
+  (``protocol.agent_loop`` gmemory_autogen / memco_autogen; 0 otherwise), and
+  ``helper_turns_per_episode``;
 - ``runs``: number of evaluation runs k per repetition; when k > 1, ``avg_at_k`` = mean over
   the k runs of each run's success rate and ``pass_at_k`` = fraction of tasks that succeeded in
   at least one run (ReMe's Avg@k and Pass@k);
@@ -122,6 +125,9 @@ def compute_metrics(
         "replies_at_cap": sum(int((r.details or {}).get("replies_at_cap", 0)) for r in recs),
     }
     out["replies_at_cap_rate"] = out["replies_at_cap"] / max(sum(int(r.steps) for r in recs), 1)
+    # the released agent loop's stuck-solver helper (protocol.agent_loop): steps it chose
+    out["helper_turns"] = sum(int(r.helper_turns) for r in recs)
+    out["helper_turns_per_episode"] = out["helper_turns"] / n
     out.update(memory_costs(recs, written))
     out["tokens_per_task"] = (sum(int(r.tokens) for r in recs) + out["memory_tokens"]) / n
 

@@ -14,6 +14,8 @@ Fields (JSON keys):
 - ``invalid_replies``: the agent's replies it could not act on (a constrained answer outside
   its choices, an empty reply, an action the env could not read), counted in choice and free
   mode alike; a request that got no answer ends the episode with status ``error`` instead;
+- ``helper_turns``: steps whose action the stuck-solver helper chose (the released agent loop,
+  ``protocol.agent_loop``; 0 otherwise);
 - ``memory_ids``: the memory entries shown to the agent; ``wall_s``: seconds;
 - ``memory_cost``: the episode's retrievals (``calls``, ``entries`` and ``words`` shown, and the
   memory's own LLM ``usage`` / ``fallbacks`` while answering them; absent when the memory was
@@ -58,6 +60,7 @@ class EpisodeRecord:
     completion_tokens: int = 0
     tokens: int = 0
     invalid_replies: int = 0
+    helper_turns: int = 0
     memory_ids: list[str] = field(default_factory=list)
     wall_s: float = 0.0
     repetition: int | None = None
@@ -137,6 +140,8 @@ class EpisodeRecord:
         for key in (*optional, "details", "trajectory"):
             if out[key] is None:
                 del out[key]
+        if not out["helper_turns"]:  # only the released agent loop has them
+            del out["helper_turns"]
         return out
 
     @property

@@ -190,9 +190,12 @@ def _steps(record: EpisodeRecord, texts: Mapping[str, str]) -> str:
         fb = s.get("feedback") or {}
         valid = "valid" if fb.get("valid_action") else "invalid"
         label = f" ({escape(str(fb['failure_label']))})" if fb.get("failure_label") else ""
+        who = {"helper": "helper's turn", "meta_check": "meta-check, not sent to the env"}
+        by = s.get("agent")
+        by_note = f'<div class="note">{who.get(by, escape(str(by)))}</div>' if by else ""
         cells = (
             str(k),
-            f"<pre>{escape(str(s.get('action', '')))}</pre>",
+            f"<pre>{escape(str(s.get('action', '')))}</pre>{by_note}",
             f"<pre>{escape(str(s.get('observation', '')))}</pre>",
             f'<span class="{valid}">{valid}</span>{label}',
             _fmt(s.get("reward")),
@@ -230,6 +233,7 @@ def _episode_view(
         ("progress", _fmt(record.progress)),
         ("steps", record.steps),
         ("invalid replies", record.invalid_replies),
+        ("helper turns", record.helper_turns),
         ("tokens", record.tokens),
         ("error", record.error),
     )

@@ -68,7 +68,6 @@ from memarena.memory.memco.roles import adapter_for
 log = logging.getLogger(__name__)
 
 
-
 @dataclass(frozen=True)
 class MemCoSettings(MethodSettings):
     """MemCo's keys (``conf/method/memco.yaml`` gives each one's source; the ablations of
@@ -94,6 +93,11 @@ class MemCoSettings(MethodSettings):
     local_weight: Annotated[float, Range(gt=0)] = 1.0  # MemCo's code: 1.0
     global_weight: Annotated[float, Range(gt=0)] = 0.65  # MemCo's code: 0.65
     history_steps_by_env: dict[str, int] | None = None
+    # the released agent loop: each kept step's observation whitespace-collapsed and cut to this
+    # many characters, per benchmark (nvdamas memco.py, ScienceWorld's compaction: 520)
+    history_observation_chars_by_env: dict[str, int] | None = None
+
+
 SLOT = "memco"
 
 
@@ -219,9 +223,12 @@ class MemCo(MemoryMethod):
         self.composition = s.composition
         self.max_items_per_role = s.max_items_per_role
         self.max_transitions = s.max_transitions
-        # the agent's in-task window MemCo imposes per benchmark (its code's summarize override:
-        # the last 6 steps on ScienceWorld only; elsewhere the protocol's)
+        # the agent's in-task window MemCo imposes per benchmark (its code's summarize override,
+        # _memco_compact_scienceworld_trajectory: the last 6 steps, observations collapsed and
+        # cut to 520 characters, a line counting the steps left out; ScienceWorld only)
         self.history_steps = (s.history_steps_by_env or {}).get(self.env_name)
+        by_env = s.history_observation_chars_by_env or {}
+        self.history_observation_chars = by_env.get(self.env_name)
         self.global_during_acquisition = s.global_during_acquisition
         self.global_exclude_owner = s.global_exclude_owner
         self.local_weight, self.global_weight = float(s.local_weight), float(s.global_weight)
