@@ -36,7 +36,7 @@ from memarena.core import (
     Trajectory,
 )
 from memarena.core.json_budget import reply_tokens, token_caps
-from memarena.core.settings import MethodSettings
+from memarena.core.settings import MethodSettings, reading
 from memarena.core.typecheck import Count, NonNegative, Positive
 from memarena.memory.llm_calls import clip_text, json_batch
 from memarena.memory.vectors import (
@@ -89,14 +89,21 @@ class StoredTask:
     def status(self) -> str:
         return "solved" if self.success else f"failed, progress {self.progress:.2f}"
 
-    def render(self, observation_chars: int = 300) -> str:
+    def render(self, observation_chars: int | None = 300) -> str:
         """The task, its outcome and the trajectory as it happened (``> action`` / observation
-        lines, the way the reference's ``format_task_context`` shows a past task)."""
+        lines, the way the reference's ``format_task_context`` shows a past task); each
+        observation cut to ``observation_chars`` (None: whole, as it came)."""
+
+        def shown(text: str) -> str:
+            if observation_chars is None:
+                return str(text).strip()
+            return clip_text(text, observation_chars)
+
         lines = [f"Task: {self.goal} ({self.status})"]
         if self.initial:
-            lines.append(clip_text(self.initial, observation_chars))
+            lines.append(shown(self.initial))
         for action, observation, _ in self.steps:
-            lines += [f"> {clip_text(action, 200)}", clip_text(observation, observation_chars)]
+            lines += [f"> {clip_text(action, 200)}", shown(observation)]
         return "\n".join(lines)
 
     def program(self) -> list[str]:
@@ -315,9 +322,17 @@ class BaselineSettings(MethodSettings):
     mode: str | None = None  # null: the method's first mode
     top_k: Count | None = None  # null: the mode's
     observe_batch: Positive = 16
-    observation_chars: Positive = 300
+    # each observation cut to this in what the memory stores, summarizes and shows; None: whole
+    observation_chars: Positive | None = 300
     max_tokens: Any = None
     temperature: NonNegative | None = None  # null: the method's TEMPERATURE
+
+
+def whole_observations() -> Any:
+    """``observation_chars`` of the baselines G-Memory's code runs (MemoryBank, Voyager,
+    Generative Agents): whole, as its ``format_task_context`` shows a past task; memarena's
+    earlier reading: 300."""
+    return reading(None, released=None, memarena=300)
 
 
 class ModalBaseline(MemoryMethod):

@@ -8,7 +8,13 @@ from memarena.core.errors import ConfigError
 from memarena.core.types import Task
 from memarena.envs.fever import loader
 from memarena.envs.fever.partition import read_claims
-from memarena.envs.fever.prompts import ACTION_FORMAT, FEWSHOT, SYSTEM
+from memarena.envs.fever.prompts import (
+    ACTION_FORMAT,
+    FEWSHOT,
+    RELEASED_FEWSHOT,
+    RELEASED_SYSTEM,
+    SYSTEM,
+)
 from memarena.envs.wiki.answers import FEVER_LABELS
 from memarena.envs.wiki.backends import WikiBackend
 from memarena.envs.wiki.env import WikiQAEnv
@@ -45,6 +51,8 @@ class FeverEnv(WikiQAEnv):
     system = SYSTEM
     action_format = ACTION_FORMAT
     fewshot_examples = FEWSHOT
+    released_system = RELEASED_SYSTEM
+    released_fewshot = RELEASED_FEWSHOT
 
     def __init__(
         self,
@@ -59,7 +67,7 @@ class FeverEnv(WikiQAEnv):
         partition: str = "memco",
         partition_path: str | None = None,
         fewshot: int | None = 3,
-        search_sentences: int | None = 5,
+        search_sentences: int | str | None = 5,
         require_data: bool = False,
     ) -> None:
         super().__init__(

@@ -7,7 +7,13 @@ from typing import Any
 from memarena.core.errors import ConfigError
 from memarena.core.types import Task
 from memarena.envs.hotpotqa import loader
-from memarena.envs.hotpotqa.prompts import ACTION_FORMAT, FEWSHOT, SYSTEM
+from memarena.envs.hotpotqa.prompts import (
+    ACTION_FORMAT,
+    FEWSHOT,
+    RELEASED_FEWSHOT,
+    RELEASED_SYSTEM,
+    SYSTEM,
+)
 from memarena.envs.wiki.answers import normalize_answer
 from memarena.envs.wiki.backends import WikiBackend
 from memarena.envs.wiki.env import WikiQAEnv
@@ -38,6 +44,8 @@ class HotpotQAEnv(WikiQAEnv):
     system = SYSTEM
     action_format = ACTION_FORMAT
     fewshot_examples = FEWSHOT
+    released_system = RELEASED_SYSTEM
+    released_fewshot = RELEASED_FEWSHOT
 
     def __init__(
         self,
@@ -51,7 +59,7 @@ class HotpotQAEnv(WikiQAEnv):
         num_train: int | None = 100,
         partition: str = "type",
         fewshot: int | None = 2,
-        search_sentences: int | None = 5,
+        search_sentences: int | str | None = 5,
         require_data: bool = False,
     ) -> None:
         super().__init__(

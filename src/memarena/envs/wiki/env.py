@@ -20,7 +20,7 @@ from memarena.core.types import Task
 from memarena.envs.options import check_official_data, check_step_budget
 from memarena.envs.wiki.answers import exact_match
 from memarena.envs.wiki.backends import WikiBackend
-from memarena.envs.wiki.react import WikiEpisode
+from memarena.envs.wiki.react import LEAD, WikiEpisode
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +69,9 @@ class WikiQAEnv(Env):
     system: str = ""
     action_format: str = ""
     fewshot_examples: tuple[str, ...] = ()
+    # the released agent loop's instructions and examples (ReAct thoughts); empty: the above
+    released_system: str = ""
+    released_fewshot: tuple[str, ...] = ()
     check: Callable[[str, str], bool] = staticmethod(exact_match)
 
     def __init__(
@@ -82,7 +85,7 @@ class WikiQAEnv(Env):
         num_test: int | None,
         num_train: int | None,
         fewshot: int | None,
-        search_sentences: int | None,
+        search_sentences: int | str | None,
         require_data: bool = False,
     ) -> None:
         self.step_budget = check_step_budget(step_budget)
@@ -112,7 +115,9 @@ class WikiQAEnv(Env):
                 "embedded encyclopedia (env/wiki=smoke), not on Wikipedia."
             )
         fewshot_n = check_count("fewshot", fewshot)
-        self.search_sentences = check_count("search_sentences", search_sentences)
+        self.search_sentences = (
+            LEAD if search_sentences == LEAD else check_count("search_sentences", search_sentences)
+        )
         self.name = str(name or f"{self.env}_{dataset}")
         self.wiki = wiki
         self.dataset = dataset
@@ -166,11 +171,20 @@ class WikiQAEnv(Env):
         return list(dict.fromkeys(seen))
 
     def prompt(self, task: Task | None = None) -> EnvPrompt:
+        released = None
+        if self.released_system:
+            released = EnvPrompt(
+                system=self.released_system,
+                action_format="",
+                fewshot=list(self.released_fewshot),
+                shown=self.fewshot,
+            )
         return EnvPrompt(
             system=self.system,
             action_format=self.action_format,
             fewshot=list(self.fewshot_examples),
             shown=self.fewshot,
+            released=released,
         )
 
     def open(self, task: Task) -> WikiEpisode:

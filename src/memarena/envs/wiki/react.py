@@ -2,12 +2,14 @@
 
 Observations follow ReAct's Wikipedia environment:
 
-- ``Search[x]`` on a page: its first paragraph (at most ``search_sentences`` sentences); on a
+- ``Search[x]`` on a page: its first paragraph (at most ``search_sentences`` sentences), or
+  with ``search_sentences="lead"`` its whole lead section (G-Memory's tool); on a
   miss: ``Could not find x. Similar: ['A', 'B', ...].`` (up to five titles).
 - ``Lookup[k]``: the next sentence of the open page containing ``k`` (case-insensitive) as
   ``(Result i / n) sentence``; then ``No more results.``. A new keyword restarts the list.
 - ``Finish[a]``: ends the episode; success is exact match after normalization
-  (:mod:`memarena.envs.wiki.answers`). ``Think[...]`` is accepted and changes nothing.
+  (:mod:`memarena.envs.wiki.answers`). ``Think[...]`` is accepted and changes nothing, and so
+  is a thought line (``Thought 2: ...``, the released ReAct format's), answered ``OK.``.
 - Anything else: ``Invalid action: <text>``.
 
 Feedback (for MemCo's evidence): a found page, a lookup hit or a finish changes the state; a
@@ -31,6 +33,7 @@ from memarena.envs.wiki.backends import SearchResult, WikiBackend, title_key
 ACTION_RE = re.compile(r"\b(search|lookup|finish|think)\s*\[(.*)\]", re.IGNORECASE | re.DOTALL)
 NO_MORE = "No more results."
 START = "No page is open yet."
+THOUGHT_RE = re.compile(r"^\s*thought\b", re.IGNORECASE)
 
 
 def parse_react_action(text: str) -> tuple[str, str] | None:
@@ -52,11 +55,25 @@ def page_sentences(text: str) -> list[str]:
     return out
 
 
-def search_observation(result: SearchResult, max_sentences: int | None) -> str:
+LEAD = "lead"  # search_sentences: the page's whole lead section
+
+
+def search_observation(result: SearchResult, max_sentences: int | str | None) -> str:
+    """What ``Search`` shows of a page: its first paragraph's first ``max_sentences``
+    sentences (None: all of them) or, with ``"lead"``, the whole lead section as the page
+    gives it (every paragraph before the first blank line, uncut: G-Memory's Wikipedia tool)."""
     if not result.found:
         return f"Could not find {result.query}. Similar: {result.similar[:5]}."
+    if max_sentences == LEAD:
+        return result.text.split("\n\n", 1)[0].strip()
     first = page_sentences(result.text.split("\n", 1)[0])
     return " ".join(first[:max_sentences] if max_sentences else first)
+
+
+def is_thought(action: str) -> bool:
+    """A ReAct thought line (``Thought 2: ...``, ``Thought: ...``): the released loop's agent
+    writes them as steps of their own, answered ``OK.``."""
+    return bool(THOUGHT_RE.match(str(action)))
 
 
 class WikiEpisode(Episode):
@@ -76,7 +93,7 @@ class WikiEpisode(Episode):
         wiki: WikiBackend,
         check: Callable[[str, str], bool],
         wrong_answers: list[str],
-        search_sentences: int | None = 5,
+        search_sentences: int | str | None = 5,
     ) -> None:
         self.task = task
         self.wiki = wiki
@@ -100,6 +117,8 @@ class WikiEpisode(Episode):
     def step(self, action: str) -> StepResult:
         if self.done:
             return self._result("The episode is over.", Feedback(False, False, "episode_over"))
+        if is_thought(action):  # a thought step (the released ReAct format): nothing changes
+            return self._result("OK.", Feedback(True, False, None))
         parsed = parse_react_action(action)
         if parsed is None or (parsed[0] in ("search", "lookup") and not parsed[1]):
             text = f"Invalid action: {action}"

@@ -45,6 +45,7 @@ from memarena.memory.episodic import (
     json_request,
     stored_tasks,
     text_field,
+    whole_observations,
 )
 from memarena.memory.generative_agents import prompts
 from memarena.memory.generative_agents.stream import (
@@ -62,6 +63,7 @@ FALLBACK_IMPORTANCE = 5  # the middle of the scale (memarena's choice)
 class GenerativeAgentsSettings(BaselineSettings):
     """Generative Agents' keys (``conf/method/generative_agents.yaml`` gives their sources)."""
 
+    observation_chars: Positive | None = whole_observations()
     mode: Literal["parity", "faithful"] = "parity"
     recency_decay: Annotated[float, Range(gt=0, le=1)] = 0.995
     weights: tuple[float, float, float] = (1.0, 1.0, 1.0)  # recency, importance, relevance

@@ -10,7 +10,9 @@ keeps each episode it stored, in the order it stored them, as one compact JSON r
 - the initial observation and every observation cut to :data:`EPISODE_CHARS` characters (on one
   line): more than any G-Memory or EvoGraph-Mem reader takes (prompts 400 for the initial
   observation and 160 per step, stored nodes 300, the EvoGraph controller 160), and cutting is
-  idempotent, so an episode read back gives the same nodes and the same LLM requests;
+  idempotent, so an episode read back gives the same nodes and the same LLM requests; a memory
+  that shows observations whole (``observation_chars: null``, the released reading) keeps them
+  whole;
 - each step's action whole, its reward, progress and normalised feedback;
 - the outcome.
 """
@@ -26,13 +28,18 @@ from memarena.memory.llm_calls import clip_text
 EPISODE_CHARS = 400
 
 
-def encode(trajectory: Trajectory, outcome: Outcome) -> dict[str, Any]:
-    """One episode as a JSON row (see the module docstring)."""
+def encode(trajectory: Trajectory, outcome: Outcome, whole: bool = False) -> dict[str, Any]:
+    """One episode as a JSON row (see the module docstring); ``whole``: observations kept as
+    they came (a memory that shows them whole, ``observation_chars: null``)."""
     task = trajectory.task
+
+    def kept(text: str) -> str:
+        return text if whole else clip_text(text, EPISODE_CHARS)
+
     steps = [
         [
             s.action,
-            clip_text(s.observation, EPISODE_CHARS),
+            kept(s.observation),
             s.reward,
             s.progress,
             s.feedback.valid_action,
@@ -43,7 +50,7 @@ def encode(trajectory: Trajectory, outcome: Outcome) -> dict[str, Any]:
     ]
     return {
         "task": {k: getattr(task, k) for k in ("id", "env", "split", "domain", "goal")},
-        "initial": clip_text(trajectory.initial_observation, EPISODE_CHARS),
+        "initial": kept(trajectory.initial_observation),
         "steps": steps,
         "outcome": asdict(outcome),
     }

@@ -35,8 +35,17 @@ FALLBACK_FAIL_REASON = "gmemory_fail_reason"
 OBS_CHARS = 160  # observation text kept per step in prompts and stored graphs
 
 
-def clip(text: str, limit: int = OBS_CHARS) -> str:
-    return clip_text(text, limit)
+def clip(text: str, limit: int | None = OBS_CHARS) -> str:
+    """``text`` on one line cut to ``limit`` characters; ``limit`` None: the text whole, as
+    it came (the released ``format_task_context`` cuts nothing)."""
+    return str(text).strip() if limit is None else clip_text(text, limit)
+
+
+def cut_count(texts: Sequence[str], limit: int | None) -> int:
+    """How many of ``texts`` :func:`clip` cuts at ``limit``."""
+    if limit is None:
+        return 0
+    return sum(len(" ".join(str(t).split())) > limit for t in texts)
 
 
 def build_interaction_graph(trajectory: Trajectory) -> nx.DiGraph:
@@ -76,9 +85,10 @@ def heuristic_key_steps(trajectory: Trajectory, max_key_steps: int = 5) -> list[
     return sorted(chosen)
 
 
-def step_line(index: int, action: str, observation: str) -> str:
-    """``step n: > action -> observation`` for the 0-based step ``index`` (shown 1-based)."""
-    return f"step {index + 1}: > {clip(action, 120)} -> {clip(observation)}"
+def step_line(index: int, action: str, observation: str, chars: int | None = OBS_CHARS) -> str:
+    """``step n: > action -> observation`` for the 0-based step ``index`` (shown 1-based),
+    the observation cut to ``chars`` (None: whole)."""
+    return f"step {index + 1}: > {clip(action, 120)} -> {clip(observation, chars)}"
 
 
 def render_steps(trajectory: Trajectory, indices: Sequence[int] | None = None) -> str:

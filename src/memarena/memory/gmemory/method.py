@@ -106,6 +106,7 @@ from memarena.memory.gmemory import episodes, maintenance, prompts
 from memarena.memory.gmemory.insights import InsightGraph
 from memarena.memory.gmemory.interaction import (
     clip,
+    cut_count,
     extract_fail_reasons,
     extract_key_steps,
     heuristic_key_steps,
@@ -127,7 +128,12 @@ class GMemorySettings(MethodSettings):
 
     k: Positive = 1  # nearest queries
     hops: Count = 1
-    top_b: Count = 3  # insights shown
+    # insights shown: G-Memory's released logs record "Insights Topk: 5" (its run.py's default
+    # is 3); MemCo's fork forces 1 (gmemory_memco.yaml)
+    top_b: Count = reading(5, released=5, memco_released=1, memarena=3)
+    # each shown observation (the start included) cut to this many characters; None: whole
+    # (the released format_task_context cuts nothing); memarena's earlier reading: 160
+    observation_chars: Positive | None = reading(None, released=None, memarena=160)
     n_successes: Count = 1
     retrieve_threshold: float = 0.0
     rerank_successes: bool = reading(True, released=True, memco_released=False)
@@ -150,6 +156,8 @@ class GMemorySettings(MethodSettings):
     use_llm: bool = True
     max_tokens: Any = None
     seed: int = 0
+
+
 STORED_OBS_CHARS = 300
 
 
@@ -179,6 +187,10 @@ class GMemory(MemoryMethod):
         # temperature, so its llm_config default (configs/configs.yaml: 0.1) applies
         self.memory_temperature = float(s.memory_temperature)
         self.show_key_steps = s.show_key_steps
+        self.observation_chars = s.observation_chars
+        # what a stored task keeps of each observation (whole when shown whole)
+        self.stored_chars = None if s.observation_chars is None else STORED_OBS_CHARS
+        self.observations_cut = 0  # shown observations cut to observation_chars
         self.n_failed, self.failed_cases = s.n_failed, s.failed_cases
         self.insight_identity = s.insight_identity
         self.use_llm, self.seed = s.use_llm, s.seed
@@ -254,14 +266,16 @@ class GMemory(MemoryMethod):
             goal=task.goal,
             status=status,
             domain=task.domain,
-            initial=clip(trajectory.initial_observation, STORED_OBS_CHARS),
-            steps=[(s.action, clip(s.observation, STORED_OBS_CHARS)) for s in trajectory.steps],
+            initial=clip(trajectory.initial_observation, self.stored_chars),
+            steps=[(s.action, clip(s.observation, self.stored_chars)) for s in trajectory.steps],
             key_steps=self._key_steps(trajectory, status),
             invalid=[i for i, s in enumerate(trajectory.steps) if not s.feedback.valid_action],
             fail_reason="" if outcome.success else self._fail_reason(trajectory),
         )
         self.queries.add(node, self._embed(task.goal))
-        self.episodes.append(episodes.encode(trajectory, outcome))
+        self.episodes.append(
+            episodes.encode(trajectory, outcome, whole=self.observation_chars is None)
+        )
         self.n_observed += 1
         self.after_task(task.id, trajectory, outcome, self.shown.pop(task.id, []))
         self.shown_texts.pop(task.id, None)
@@ -368,7 +382,11 @@ class GMemory(MemoryMethod):
             self.queries, embedding, expanded, 2 * self.n_successes, self.retrieve_threshold
         )
         if pool and self.use_llm and self.rerank_successes:
-            rendered = [(q, render_solved(self.queries.nodes[q])) for q in pool]
+            # the reference's relevance prompt: the stored task and its trajectory, no key steps
+            rendered = [
+                (q, render_solved(self.queries.nodes[q], False, self.observation_chars))
+                for q in pool
+            ]
             pool = rerank(
                 self.services.llm,
                 goal,
@@ -430,7 +448,13 @@ class GMemory(MemoryMethod):
         slots: dict[str, str] = {}
         if past:
             nodes = [self.queries.nodes[q] for q in past]
-            body = "\n\n".join(render_solved(n, self.show_key_steps) for n in nodes)
+            body = "\n\n".join(
+                render_solved(n, self.show_key_steps, self.observation_chars) for n in nodes
+            )
+            self.observations_cut += sum(
+                cut_count([n.initial, *(o for _, o in n.steps)], self.observation_chars)
+                for n in nodes
+            )
             header = prompts.PAST_SUCCESSES_HEADER
             if not self.show_key_steps:
                 header = prompts.PAST_TRAJECTORIES_HEADER
@@ -476,6 +500,7 @@ class GMemory(MemoryMethod):
             "memory_queries": len(self.queries),
             "memory_insights": len(self.insights),
             "memory_query_edges": self.queries.graph.number_of_edges(),
+            "observations_cut": self.observations_cut,
         }
 
     def size(self) -> int:

@@ -18,30 +18,38 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from memarena.memory.gmemory.interaction import clip, step_line
+from memarena.memory.gmemory.interaction import OBS_CHARS, clip, step_line
 from memarena.memory.gmemory.query_graph import QueryNode
 
 
-def key_step_lines(node: QueryNode) -> list[str]:
-    return ["  " + step_line(i, *node.steps[i]) for i in node.key_steps if 0 <= i < len(node.steps)]
+def key_step_lines(node: QueryNode, chars: int | None = OBS_CHARS) -> list[str]:
+    return [
+        "  " + step_line(i, *node.steps[i], chars)
+        for i in node.key_steps
+        if 0 <= i < len(node.steps)
+    ]
 
 
-def trajectory_lines(node: QueryNode, skip_invalid: bool) -> list[str]:
+def trajectory_lines(
+    node: QueryNode, skip_invalid: bool, chars: int | None = OBS_CHARS
+) -> list[str]:
+    """The start and the steps (``skip_invalid``: the rejected ones left out), each
+    observation cut to ``chars`` (None: whole)."""
     skipped = set(node.invalid) if skip_invalid else set()
-    lines = [f"  start: {clip(node.initial)}"] if node.initial else []
+    lines = [f"  start: {clip(node.initial, chars)}"] if node.initial else []
     for i, (action, observation) in enumerate(node.steps):
         if i not in skipped:
-            lines.append("  " + step_line(i, action, observation))
+            lines.append("  " + step_line(i, action, observation, chars))
     return lines
 
 
-def render_solved(node: QueryNode, key_steps: bool = True) -> str:
+def render_solved(node: QueryNode, key_steps: bool = True, chars: int | None = OBS_CHARS) -> str:
     """Task, key steps (unless ``key_steps`` is False) and the full trajectory (rejected steps
-    left out) of a solved task."""
+    left out) of a solved task, observations cut to ``chars`` (None: whole)."""
     lines = [f"Task: {node.goal} ({node.status})"]
     if key_steps:
-        lines += ["Key steps:", *(key_step_lines(node) or ["  (none)"])]
-    lines += ["Full trajectory:", *trajectory_lines(node, skip_invalid=True)]
+        lines += ["Key steps:", *(key_step_lines(node, chars) or ["  (none)"])]
+    lines += ["Full trajectory:", *trajectory_lines(node, skip_invalid=True, chars=chars)]
     return "\n".join(lines)
 
 

@@ -53,6 +53,7 @@ from memarena.memory.episodic import (
     stored_tasks,
     summary_schema,
     text_field,
+    whole_observations,
 )
 from memarena.memory.memorybank import prompts
 from memarena.memory.memorybank.forgetting import days_between, retention
@@ -61,6 +62,8 @@ from memarena.memory.memorybank.forgetting import days_between, retention
 @dataclass(frozen=True)
 class MemoryBankSettings(BaselineSettings):
     """MemoryBank's keys (``conf/method/memorybank.yaml`` gives each one's source)."""
+
+    observation_chars: Positive | None = whole_observations()
 
     mode: Literal["parity", "faithful"] = "parity"
     in_task_window: Count | None = 7  # parity: the reference's window of steps in a task

@@ -36,6 +36,7 @@ from memarena.memory.episodic import (
     json_request,
     stored_tasks,
     text_field,
+    whole_observations,
 )
 from memarena.memory.llm_calls import record_fallback
 from memarena.memory.voyager import prompts
@@ -47,6 +48,8 @@ NAME = re.compile(r"^[a-z][a-z0-9_]{0,47}$")
 @dataclass(frozen=True)
 class VoyagerSettings(BaselineSettings):
     """Voyager's keys (``conf/method/voyager.yaml`` gives each one's source)."""
+
+    observation_chars: Positive | None = whole_observations()
 
     mode: Literal["parity", "faithful"] = "parity"
     summary_chars: Positive = 600
