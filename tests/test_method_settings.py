@@ -161,7 +161,9 @@ def test_cfg_job_names_what_the_run_resolves(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = proc.stdout
     assert "delete_every: official" in out  # Hydra's view of the config, unchanged
-    assert "# memarena: method settings resolved when the run is built, for env appworld_smoke" in out
+    assert (
+        "# memarena: method settings resolved when the run is built, for env appworld_smoke" in out
+    )
     assert "#   method.delete_every: official -> 1" in out
     assert "#   method.reward: official -> progress" in out
 
@@ -238,4 +240,8 @@ def test_a_run_records_which_source_each_reading_follows():
         protocol = ProtocolSettings.from_config(dict(cfg.protocol))
         assert readings_of(protocol, "protocol") == {
             "protocol.count_retries": source, "protocol.memory_across_runs": source,
+            "protocol.agent_loop": "memarena",  # ReMe's agents are not G-Memory's loop
         }  # fmt: skip
+    evograph = compose_cfg(["experiment=evograph_table1_pddl"])
+    protocol = ProtocolSettings.from_config(dict(evograph.protocol))
+    assert readings_of(protocol, "protocol")["protocol.agent_loop"] == "released"

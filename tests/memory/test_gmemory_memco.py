@@ -79,7 +79,7 @@ def test_config_is_gmemory_with_memco_settings():
     assert [memco[c] for c in counts] == [5, 5, 5] and memco.merge_every == 20
     # G-Memory's own readings stay in gmemory.yaml
     assert (own.n_failed, own.failed_cases, own.show_key_steps) == (0, "none", True)
-    assert own.key_steps_temperature == 0.1 and own.top_b == 3 and own.k == 1
+    assert own.key_steps_temperature == 0.1 and own.top_b == 5 and own.k == 1
 
 
 def test_bad_failed_cases_is_a_config_error():

@@ -379,7 +379,9 @@ def test_failed_task_stores_the_llm_cause_of_failure():
 def test_reference_defaults_and_memarena_v1_ablation():
     method = compose_cfg(["method=gmemory"]).method
     got = {key: method[key] for key in ("k", "hops", "n_successes", "top_b", "link_k")}
-    assert got == {"k": 1, "hops": 1, "n_successes": 1, "top_b": 3, "link_k": 10}
+    # top_b: the released logs' "Insights Topk: 5" (run.py's default is 3)
+    assert got == {"k": 1, "hops": 1, "n_successes": 1, "top_b": 5, "link_k": 10}
+    assert method.observation_chars is None  # shown observations whole, as format_task_context
     assert method.retrieve_threshold == 0.0 and method.link_threshold == 0.85
     assert method.rerank_successes is True and method.insight_identity == "text"
     counts = ("start_insights_threshold", "rounds_per_insights", "insights_point_num")
