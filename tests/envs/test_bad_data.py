@@ -215,13 +215,14 @@ class _TestOnlyEnv:
 
 def _parts(learns: bool) -> SimpleNamespace:
     protocol = SimpleNamespace(
-        max_eval_tasks=None, max_train_tasks=5, eval_split="test", train_split="train"
-    )
+        max_eval_tasks=None, max_train_tasks=5, eval_split="test", train_split="train",
+        step_budget_by_method=None,
+    )  # fmt: skip
     return SimpleNamespace(
         protocol=protocol,
         env=_TestOnlyEnv(),
         policy=SimpleNamespace(is_llm=True),
-        memory=SimpleNamespace(learns=learns),
+        memory=SimpleNamespace(learns=learns, name="test"),
     )
 
 

@@ -169,8 +169,13 @@ def test_episodes_survive_a_snapshot():
     assert again.state_dict() == memory.state_dict()
     ((trajectory, result),) = again.stored_episodes()
     assert result == outcome(False) and trajectory.task.id == "t"
-    assert len(trajectory.steps[0].observation) == 400
+    # observations shown whole (the released reading) are kept whole for the global memory
+    assert trajectory.steps[0].observation == traj("t", "v:1,0", long=True).steps[0].observation
     assert not trajectory.steps[1].feedback.valid_action
+    cut = make(FakeLLM(default=KEY), **MEMCO, observation_chars=160)  # memarena's earlier cut
+    cut.observe(traj("t", "v:1,0", long=True), outcome(False))
+    ((trajectory, _),) = cut.stored_episodes()
+    assert len(trajectory.steps[0].observation) == 400
 
 
 # -- evaluation: the global memory only ---------------------------------------------------------
