@@ -78,8 +78,12 @@ def _method(cfg) -> MemoryMethod:
 
 
 @pytest.mark.parametrize("option", _options("method"))
-def test_every_method_is_built(standins, option):
+def test_every_method_is_built(standins, option, tmp_path):
     extra, _ = standins
+    if option == "memskill_as_released":  # the released controller needs its checkpoint
+        from memskill_checkpoint import write_checkpoint
+
+        extra = [*extra, f"method.checkpoint={write_checkpoint(tmp_path / 'controller.pt')}"]
     cfg = _compose([f"method={option}", "env=pddl", *extra])
     memory = _method(cfg)
     if "mode" not in cfg.method:

@@ -112,7 +112,7 @@ def test_no_hand_written_choice_checks_remain():
 
 
 @pytest.mark.parametrize("option", sorted(OPTIONS))
-def test_per_domain_teams_carry_every_capability_and_the_settings(option):
+def test_per_domain_teams_carry_every_capability_and_the_settings(option, tmp_path):
     """protocol.domain_memories=per_domain wraps a method in a DomainTeam: the pipeline then
     reads the team, which must be the method as a whole (every Capabilities field, whatever
     fields it gains, and the resolved settings)."""
@@ -123,7 +123,12 @@ def test_per_domain_teams_carry_every_capability_and_the_settings(option):
     from memarena.memory.team import DomainTeam
     from memarena.pipeline.build import build_part
 
-    cfg = compose_cfg([f"method={option}", "env=pddl"])
+    extra = []
+    if option == "memskill_as_released":  # the released controller needs its checkpoint
+        from memskill_checkpoint import write_checkpoint
+
+        extra = [f"method.checkpoint={write_checkpoint(tmp_path / 'controller.pt')}"]
+    cfg = compose_cfg([f"method={option}", "env=pddl", *extra])
     services = MemoryServices(llm_factory=FakeLLM, embedder_factory=FakeEmbedder)
 
     def build():

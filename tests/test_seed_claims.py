@@ -22,6 +22,10 @@ from conftest import CONF, compose_cfg
 NOT_SWEEPS = {"demo", "smoke"}
 # methods whose configured temperature is never used in the mode their experiment runs them
 NO_LLM = {"amem_lite": "MemCo's A-Mem makes no LLM call (mode: lite)"}
+# methods whose method.seed is never used in the mode their experiment runs them
+SEED_UNUSED = {
+    "memskill_as_released": "the released controller is loaded, never initialised or sampled"
+}
 EXPERIMENTS = sorted(
     p.stem for p in (CONF / "experiment").glob("*.yaml") if p.stem not in NOT_SWEEPS
 )
@@ -60,7 +64,7 @@ def sources(cfg: DictConfig) -> list[str]:
             samples = cfg.method.get("samples", 1)
             if value > 0 and not (key == "sample_temperature" and samples <= 1):
                 out.append(f"method.{key}={value}")
-    if "seed" in cfg.method:
+    if "seed" in cfg.method and cfg.method.name not in SEED_UNUSED:
         out.append("method.seed")
     return out
 

@@ -11,9 +11,11 @@ Writing (per observed wave; :mod:`.banks`, :mod:`.controller`):
    source of the evaluation hint. MemSkill's own trainer writes every span (key
    ``success_only: false``);
 3. the ``top_k`` (5) items nearest to the span are shown; the controller picks
-   ``skills_per_span`` (3) skills: ``controller: ppo`` (MemCo's runs, a trained checkpoint;
-   here trained on the train split while acquiring, :mod:`.ppo`) or ``llm`` (one batched
-   memory-LLM call);
+   ``skills_per_span`` (3) skills: ``controller: released`` (MemCo's runs,
+   ``method=memskill_as_released``: MemSkill's released ALFWorld checkpoint with its operation
+   bank and its encoders, loaded and never trained, the largest logits; :mod:`.released`),
+   ``ppo`` (a controller trained here on the train split while acquiring, :mod:`.ppo`) or
+   ``llm`` (one batched memory-LLM call);
 4. the executor (memory LLM) turns the span, the shown items and the selected skills into
    INSERT / UPDATE / DELETE / NOOP operations, one batched call; NOOP-only selections make no
    call (MemCo's executor drops NOOP skills and answers NOOP when none is left);
@@ -33,7 +35,9 @@ items nearest to the goal (``acquire_top_k`` while acquiring, null = the same), 
 failure pool holds a case, a generic hint to avoid the action patterns of similar failed
 episodes (``failure_hint``; MemCo retrieves ``failed_topk`` 1 failure and shows only that
 hint). Under per-domain memories (MemCo's protocol) the global memory is every domain's items
-and failures merged (:meth:`MemSkill.merge_domains`) and evaluation reads it alone
+and failures merged (:meth:`MemSkill.merge_domains`; ``global_build: rerun``, MemCo's eval
+script's ``add_memory_from_peer``: every domain's saved episodes written again through the
+controller and the executor, each with a "Source domain" line) and evaluation reads it alone
 (:meth:`MemSkill.retrieve_in_team`), as MemCo's ``set_global_retriever`` does.
 
 Unusable answers are counted fallbacks: an LLM controller answer falls back to the bank's first
@@ -52,6 +56,7 @@ import numpy as np
 
 from memarena.core import ConfigError, MemoryContext, MemoryMethod, MemoryQuery
 from memarena.core.memory import Capabilities
+from memarena.core.settings import reading
 from memarena.core.typecheck import Count, Positive
 from memarena.memory.episodic import (
     BaselineSettings,
@@ -69,6 +74,7 @@ from memarena.memory.memskill.controller import (
     llm_select,
 )
 from memarena.memory.memskill.ppo import PPOConfig, ShapingConfig
+from memarena.memory.memskill.released import ReleasedController, load_checkpoint
 
 FAILURE_TEXT_CHARS = 1000  # a failure case's trajectory as the designer reads it
 
@@ -97,7 +103,20 @@ class MemSkillSettings(BaselineSettings):
     """MemSkill's keys (``conf/method/memskill.yaml`` gives each one's source)."""
 
     mode: Literal["skills"] = "skills"
-    controller: Literal["ppo", "llm"] = "ppo"
+    # released: MemSkill's released controller loaded from ``checkpoint``, frozen (MemCo's
+    # runs); ppo: a controller trained here while acquiring; llm: the memory LLM picks
+    controller: Literal["ppo", "llm", "released"] = reading(
+        "ppo", memco_released="released", memarena="ppo"
+    )
+    checkpoint: str | None = None  # the released controller's .pt file (controller: released)
+    operation_bank: str | None = None  # a bank file replacing the checkpoint's (JSON or .pt)
+    encoder: str | None = None  # replaces the checkpoint's encoder names (e.g. a local copy)
+    # how the global memory is built under per-domain memories: copy every domain's items
+    # (memarena), or write every domain's saved episodes again through controller and executor
+    # with a "Source domain" line (MemCo's eval script: add_memory_from_peer)
+    global_build: Literal["copy", "rerun"] = reading(
+        "copy", memco_released="rerun", memarena="copy"
+    )
     top_k_eval: Count = 1
     acquire_top_k: Count | None = None  # null: top_k_eval
     skills_per_span: Positive = 3
@@ -153,6 +172,13 @@ class MemSkill(ModalBaseline):
         cfg.top_k = self.skills_per_span
         self.ppo = PPOController(cfg, _options(ShapingConfig, s.shaping, "shaping"), s.seed)
         self.skills = SkillBank(max_skills=s.max_skills)
+        self.global_build = s.global_build
+        self.released: ReleasedController | None = None
+        self._encoders: dict[str, Any] = {}  # the released controller's encoders, by model
+        if self.controller == "released":  # refused before any work when the file is missing
+            checkpoint = load_checkpoint(s.checkpoint, s.operation_bank, s.encoder)
+            self.released = ReleasedController(checkpoint, self.skills_per_span)
+            self.skills = SkillBank(checkpoint.skills, max_skills=s.max_skills)
         self.memory = ItemBank()
         self.failures: list[dict[str, str]] = []
         self.replay: list[dict[str, Any]] = []
@@ -237,6 +263,8 @@ class MemSkill(ModalBaseline):
         if self.controller == "llm":
             listings = [self._listing(ids) for ids in shown]
             choices = llm_select(self, [s.goal for s in spans], [s.text for s in spans], listings)
+        elif self.released is not None:
+            choices = self._released_choices(spans, shown)
         else:
             skills = list(self.skills.skills.values())
             ops = self.ppo.skill_matrix(skills, self.services.embedder.encode)
@@ -249,6 +277,33 @@ class MemSkill(ModalBaseline):
             for name in choice.names:
                 self.skills.skills[name].uses += 1
         return choices
+
+    def _released_choices(self, spans: list[Span], shown: list[list[str]]) -> list[Choice]:
+        """The released controller: the span and the shown items through its state encoder,
+        the skills' descriptions through its operation encoder, the k largest logits."""
+        ckpt = self.released.checkpoint
+        state_encoder = self._encoder(ckpt.state_encoder)
+        texts = [s.text for s in spans]
+        items = [[self.memory.items[i] for i in ids] for ids in shown]
+        vectors = state_encoder.encode(texts + [t for group in items for t in group])
+        start, groups = len(texts), []
+        for group in items:
+            groups.append(list(vectors[start : start + len(group)]))
+            start += len(group)
+        skills = list(self.skills.skills.values())
+        names = self.released.select(
+            vectors[: len(texts)], groups, skills, self._encoder(ckpt.op_encoder).encode
+        )
+        return [Choice(n) for n in names]
+
+    def _encoder(self, model: str) -> Any:
+        """One sentence-transformers encoder per model name (raw, not normalised, as MemCo's
+        adapter encodes), loaded on first use."""
+        if model not in self._encoders:
+            from memarena.embed.sentence import SentenceEmbedder
+
+            self._encoders[model] = SentenceEmbedder(model=model, normalize=False)
+        return self._encoders[model]
 
     def _execute(
         self, spans: list[Span], shown: list[list[str]], choices: list[Choice]
@@ -391,14 +446,37 @@ class MemSkill(ModalBaseline):
 
     def _merge(self) -> None:
         self.memory, self.failures = ItemBank(), []
-        for domain, source in self._sources.items():
-            for item_id, text in source.memory.items.items():
-                self.memory.add(f"{domain}/{item_id}", text, source.memory.vector(item_id))
-            self.failures += [{**f, "source": domain} for f in source.failures]
+        if self.global_build == "rerun":
+            self._rerun_sources()
+        else:
+            for domain, source in self._sources.items():
+                for item_id, text in source.memory.items.items():
+                    self.memory.add(f"{domain}/{item_id}", text, source.memory.vector(item_id))
+                self.failures += [{**f, "source": domain} for f in source.failures]
         self.failures = self.failures[-self.failure_pool_size :] if self.failure_pool_size else []
         self._merged = {d: m.revision for d, m in self._sources.items()}
         self.finished = True
         self.revision += 1
+
+    def _rerun_sources(self) -> None:
+        """MemCo's global MemSkill (``add_memory_from_peer``): every domain's saved episodes,
+        domains in order and each domain's in the order observed, written again one at a time
+        through the controller and the executor, each span ending with its source domain."""
+        self._rebuilding = True
+        try:
+            for domain, source in self._sources.items():
+                if not source.replay:
+                    raise ConfigError(
+                        f"memarena: method.global_build=rerun writes every domain's saved "
+                        f"episodes again, but domain {domain!r} kept none (method."
+                        "finalize_local=false, or nothing observed); use method.global_build=copy."
+                    )
+                for row in source.replay:
+                    span = Span(**row)
+                    span.text = f"{span.text}\nSource domain: {domain}"
+                    self._write([span], learn=False)
+        finally:
+            self._rebuilding = False
 
     def _refresh(self) -> None:
         if any(m.revision != self._merged.get(d) for d, m in self._sources.items()):
@@ -441,6 +519,7 @@ class MemSkill(ModalBaseline):
         return {
             **self.common_state(),
             "controller": self.controller,
+            "released_checkpoint": self._checkpoint_identity(),
             "skills": self.skills.to_dict(),
             "memory": self.memory.to_dict(self.services.embedder_if_built),
             "failures": [dict(f) for f in self.failures],
@@ -449,6 +528,14 @@ class MemSkill(ModalBaseline):
             "ppo": self.ppo.to_state(),
             "merged_from": list(self._merged),
         }
+
+    def _checkpoint_identity(self) -> dict[str, str] | None:
+        """Which released controller chose the skills (its file, sha256 and encoders)."""
+        if self.released is None:
+            return None
+        c = self.released.checkpoint
+        return {"path": c.path, "sha256": c.sha256, "state_encoder": c.state_encoder,
+                "op_encoder": c.op_encoder}  # fmt: skip
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.load_common_state(state)

@@ -71,6 +71,7 @@ METHOD_ORDER = (
     "amem_full",
     "amem",
     "a_mem",
+    "memskill_as_released",
     "memskill",
     "memrl_as_released",
     "memrl",
