@@ -28,6 +28,23 @@ support together (paper Sections 3.3-3.5, Appendix B).
   memories (graph, records, occurrence log) and, for inspection, the global snapshot; loading
   rebuilds the global memory with the *current* promotion settings, so a threshold sweep on a
   saved snapshot rebuilds only the global memory.
+
+What the released MemCo code cannot give (SYannL/nvdamas, read at every stored commit): its MemCo
+composes the prompt through a text-loss router that ``MemCoMASMemory.__post_init__``
+(``mas/memory/mas_memory/memco.py``, e.g. 01fb3103) forces on in every run (any other
+``memco_router`` falls back to ``textloss``), and the public repository is incomplete:
+``memco_backend/alfworld_adapter.py``, imported unguarded at module level by
+``memco_backend/__init__.py`` (3b8541a1) and ``construction_graph.py`` (4245b029, 186acbed,
+9edae1ce), is absent at every stored commit, so ``_memco_base`` / ``memco`` cannot be imported;
+and the Wilson ``GlobalPromoter(policy=, wilson_alpha=, wilson_threshold=)`` that
+``_memco_base.py`` (3b8541a1) calls exists only in two stored ``construction_graph.py``
+versions (4a93e045, 9edae1ce) that still import the missing adapter. So MemCo's row is the
+paper's description (its Sections 3.3-3.5 and Appendix B), not a run of the released code; the
+baselines' rows follow the released code where it runs (``*_as_released``, ``gmemory_memco``,
+``amem_lite``). ``run_memco.sh``'s ``--batch_size 10`` has no effect in the script it calls
+(``scripts/eval_collab_multidomain_global.py`` at 5fb7749e only writes it into its report):
+tasks run one at a time in list order, each seeing the memory as the previous one left it, as
+memarena runs them (``update_every: 1``).
 """
 
 from __future__ import annotations

@@ -232,6 +232,26 @@ def _method_order(methods: Sequence[str]) -> list[str]:
     return known + sorted(m for m in methods if m not in known)
 
 
+# where each row of MemCo's tables comes from (:func:`row_sources`)
+SOURCES = {
+    "memco": "paper's description (the released MemCo cannot run: see the notebook)",
+    "memskill_as_released": "as released (MemSkill's released controller, MemCo's script)",
+    "memrl_as_released": "as released (MemCo's script: no memory at evaluation)",
+    "gmemory": "as released (MemCo's fork of G-Memory)",
+    "amem_lite": "as released (MemCo's A-Mem)",
+    "icl": "as released (MemCo's worked cases)",
+}
+
+
+def row_sources(methods: Sequence[str]) -> pd.DataFrame:
+    """One line per method of a table: whether its row is the released code's run or the
+    paper's description (MemCo's own row), or memarena's reading (a method MemCo did not run
+    so, e.g. ``memrl`` with its learnt memory)."""
+    return pd.DataFrame(
+        {"method": list(methods), "source": [SOURCES.get(m, "memarena's reading") for m in methods]}
+    ).set_index("method")
+
+
 def main_table(
     summary: pd.DataFrame, metrics: Sequence[str] = ("accuracy", "steps")
 ) -> pd.DataFrame:
