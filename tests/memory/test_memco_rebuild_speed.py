@@ -63,7 +63,15 @@ def test_fast_rebuild_equals_reference_and_stays_equal_as_episodes_arrive():
 
 
 @pytest.mark.parametrize(
-    "kw", [{"threshold": 0.2}, {"rule": "empirical", "threshold": 0.6}, {"alpha": 0.1}]
+    "kw",
+    [
+        {"threshold": 0.2},
+        {"rule": "empirical", "threshold": 0.6},
+        {"alpha": 0.1},
+        {"promotion_types": "released"},
+        {"anti_pattern_counting": "released"},
+        {"promotion_types": "released", "anti_pattern_counting": "released", "threshold": 0.5},
+    ],
 )
 def test_fast_rebuild_equals_reference_under_other_promotion_settings(kw):
     memory, _ = _memory(150, seed=1)

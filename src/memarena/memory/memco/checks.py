@@ -10,7 +10,11 @@ Structural completeness ``A_str`` per type:
 - ``repair``: a failed action and a different fixing action, either as the two actions
   ``(failed, fix)`` or as the condition (the failed action) and one fixing action;
 - ``failure``: at least one action and a failure outcome (``fail...``, ``no_progress``,
-  ``stall``, ``failure``);
+  ``stall``, ``failure``); under the released code's reading (``method.promotion_types:
+  released``) only an anti-pattern, a stall without a failure label (``no_progress``,
+  ``stall``): its structure check accepts a failure candidate only as an anti-pattern, an
+  explicit failure being evidence rather than a transferable relation (records.py maps its
+  candidate types onto these record types);
 - ``actionable``: a non-empty condition, at least one action and a non-empty outcome;
 - any other type (``case``, ``reflection``): never complete (they stay local).
 
@@ -39,6 +43,7 @@ GENERIC_ACTION = re.compile(
 EMPTY_CONDITIONS = frozenset({"", "start", "none", "unknown", "n/a"})
 EMPTY_OUTCOMES = frozenset({"", "none", "unknown"})
 FAILURE_OUTCOMES = ("fail", "no_progress", "stall", "failure")
+STALL_OUTCOMES = ("no_progress", "stall")  # an anti-pattern in the released code's sense
 
 
 @lru_cache(maxsize=1 << 16)
@@ -53,8 +58,9 @@ def _needs_condition(form: AbstractForm) -> bool:
     )
 
 
-def structural(form: AbstractForm) -> bool:
-    """``A_str``: the record has the fields its type needs."""
+def structural(form: AbstractForm, types: str = "paper") -> bool:
+    """``A_str``: the record has the fields its type needs; ``types="released"``: a failure
+    record must be an anti-pattern too."""
     cond, acts, out = form.condition.strip(), form.actions, form.outcome.strip()
     if form.type == "workflow":
         return len(acts) >= 2 and bool(out)
@@ -65,7 +71,8 @@ def structural(form: AbstractForm) -> bool:
             return acts[0] != acts[1]
         return len(acts) == 1 and bool(cond) and cond != acts[0]
     if form.type == "failure":
-        return len(acts) >= 1 and out.startswith(FAILURE_OUTCOMES)
+        failure = out.startswith(FAILURE_OUTCOMES if types == "paper" else STALL_OUTCOMES)
+        return len(acts) >= 1 and failure
     if form.type == "actionable":
         return bool(cond) and len(acts) >= 1 and bool(out)
     return False

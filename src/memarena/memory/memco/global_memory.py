@@ -12,6 +12,11 @@ with their occurrence counters and the contributing agents. Each aggregate then 
 record whose local evidence is gone or no longer passes disappears. Nothing depends on the order
 in which episodes were observed or records are stored (Proposition D.2).
 
+``promotion_types`` and ``anti_pattern_counting`` (``"paper"`` or ``"released"``) choose the
+paper's or MemCo's released code's reading of which failure records may be promoted (``A_str``,
+checks.py) and of how an anti-pattern's episode evidence is reduced (records.py); both
+rebuilds honour them.
+
 :func:`rebuild` is the fast path: it abstracts each record once per distinct roles of its
 episodes (not per episode), abstracts only the relation (type, condition, actions, outcome:
 what the key and the checks read) through caches that persist across rebuilds (records, their
@@ -153,6 +158,7 @@ def _occurrence_parts(
 @dataclass
 class _Aggregate:
     form: AbstractForm
+    counting: str = "paper"  # the anti-pattern reduction (records.reduce_episode)
     n_pos: int = 0
     n_neg: int = 0
     n_stall: int = 0
@@ -170,7 +176,7 @@ class _Aggregate:
             self.texts.add(form.text)
 
     def count(self, agent: str, record: Record) -> None:
-        n_pos, n_neg, n_stall = record.promotion_counts()
+        n_pos, n_neg, n_stall = record.promotion_counts(self.counting)
         self.n_pos += n_pos
         self.n_neg += n_neg
         self.n_stall += n_stall
@@ -193,6 +199,8 @@ class GlobalSnapshot:
     rule: str = "wilson"
     alpha: float = 0.05
     threshold: float = 0.35
+    promotion_types: str = "paper"
+    anti_pattern_counting: str = "paper"
 
     def __len__(self) -> int:
         return len(self.records)
@@ -208,6 +216,8 @@ class GlobalSnapshot:
             "rule": self.rule,
             "alpha": self.alpha,
             "threshold": self.threshold,
+            "promotion_types": self.promotion_types,
+            "anti_pattern_counting": self.anti_pattern_counting,
             "diagnostics": dict(self.diagnostics),
             "records": [r.to_dict() for r in self.records.values()],
         }
@@ -221,6 +231,8 @@ class GlobalSnapshot:
             rule=d.get("rule", "wilson"),
             alpha=float(d.get("alpha", 0.05)),
             threshold=float(d.get("threshold", 0.35)),
+            promotion_types=d.get("promotion_types", "paper"),
+            anti_pattern_counting=d.get("anti_pattern_counting", "paper"),
         )
 
 
@@ -245,6 +257,8 @@ def rebuild(
     alpha: float = 0.05,
     threshold: float = 0.35,
     rule: str = "wilson",
+    promotion_types: str = "paper",
+    anti_pattern_counting: str = "paper",
 ) -> GlobalSnapshot:
     """A global snapshot built from empty out of all agents' current local records.
 
@@ -253,7 +267,10 @@ def rebuild(
     Equal to :func:`rebuild_reference` (the caches only skip repeated abstraction).
     """
     adapter = _default_adapter(adapter)
-    snap = GlobalSnapshot(rule=rule, alpha=alpha, threshold=threshold)
+    snap = GlobalSnapshot(
+        rule=rule, alpha=alpha, threshold=threshold, promotion_types=promotion_types,
+        anti_pattern_counting=anti_pattern_counting,
+    )  # fmt: skip
     diag = snap.diagnostics
     groups: dict[str, _Aggregate] = {}
     progress = Progress(sum(len(s) for s in local_stores.values()), "memco global rebuild",
@@ -273,7 +290,7 @@ def rebuild(
                 for form, part, roles in parts:
                     agg = groups.get(form.key)
                     if agg is None:
-                        agg = groups[form.key] = _Aggregate(form)
+                        agg = groups[form.key] = _Aggregate(form, anti_pattern_counting)
                     agg.count(name, part)
                     agg.pending.add((record.text, roles))
             progress.update(len(store))
@@ -288,11 +305,16 @@ def rebuild_reference(
     alpha: float = 0.05,
     threshold: float = 0.35,
     rule: str = "wilson",
+    promotion_types: str = "paper",
+    anti_pattern_counting: str = "paper",
 ) -> GlobalSnapshot:
     """:func:`rebuild` computed directly: every occurrence abstracted from the adapter, no
     cache (the equivalence reference of the fast path)."""
     adapter = _default_adapter(adapter)
-    snap = GlobalSnapshot(rule=rule, alpha=alpha, threshold=threshold)
+    snap = GlobalSnapshot(
+        rule=rule, alpha=alpha, threshold=threshold, promotion_types=promotion_types,
+        anti_pattern_counting=anti_pattern_counting,
+    )  # fmt: skip
     diag = snap.diagnostics
     groups: dict[str, _Aggregate] = {}
     for agent, store in local_stores.items():
@@ -305,29 +327,31 @@ def rebuild_reference(
             if not parts:
                 diag["kept_local"] += 1
             for form, part in parts:
-                groups.setdefault(form.key, _Aggregate(form)).add(str(agent), part, form)
+                agg = groups.setdefault(form.key, _Aggregate(form, anti_pattern_counting))
+                agg.add(str(agent), part, form)
     return _promote(snap, groups, adapter, _failed_check)
 
 
-_CHECKED: dict[str, str] = {}  # global key -> the failed check's counter ("" = both hold)
+# (promotion types, global key) -> the failed check's counter ("" = both hold)
+_CHECKED: dict[tuple[str, str], str] = {}
 
 
-def _failed_check(form: AbstractForm) -> str:
+def _failed_check(form: AbstractForm, types: str = "paper") -> str:
     """``"failed_structure"``, ``"failed_information"`` or ``""`` (``A_str`` and ``A_info``
-    hold)."""
-    if not structural(form):
+    hold); ``types``: the promotion-types reading ``A_str`` follows."""
+    if not structural(form, types):
         return "failed_structure"
     return "" if informative(form) else "failed_information"
 
 
-def _check_cached(form: AbstractForm) -> str:
-    """:func:`_failed_check` memoised by global key (both checks read only the relation the key
-    identifies)."""
-    failed = _CHECKED.get(form.key)
+def _check_cached(form: AbstractForm, types: str = "paper") -> str:
+    """:func:`_failed_check` memoised by reading and global key (both checks read only the
+    relation the key identifies)."""
+    failed = _CHECKED.get((types, form.key))
     if failed is None:
         if len(_CHECKED) >= 1 << 19:
             _CHECKED.clear()
-        failed = _CHECKED[form.key] = _failed_check(form)
+        failed = _CHECKED[types, form.key] = _failed_check(form, types)
     return failed
 
 
@@ -335,7 +359,7 @@ def _promote(
     snap: GlobalSnapshot,
     groups: dict[str, _Aggregate],
     adapter: RoleAdapter,
-    check: Callable[[AbstractForm], str] = _check_cached,
+    check: Callable[[AbstractForm, str], str] = _check_cached,
 ) -> GlobalSnapshot:
     """``A_str``, ``A_info`` and the promotion score per aggregate; the passing ones merged."""
     diag = snap.diagnostics
@@ -343,7 +367,7 @@ def _promote(
     promoted = []
     for key in sorted(groups):
         agg = groups[key]
-        failed = check(agg.form)
+        failed = check(agg.form, snap.promotion_types)
         if failed:
             diag[failed] += 1
             continue

@@ -55,7 +55,7 @@ from typing import Annotated, Any, Literal
 
 from memarena.core import ConfigError, MemoryContext, MemoryMethod, MemoryQuery, Outcome, Trajectory
 from memarena.core.memory import Capabilities
-from memarena.core.settings import MethodSettings
+from memarena.core.settings import MethodSettings, reading
 from memarena.core.typecheck import Count, Range
 from memarena.memory.memco.base import GlobalRecord
 from memarena.memory.memco.compiled import CompiledPool, GlobalPools, Vocabs, retrieve_compiled
@@ -90,9 +90,21 @@ class MemCoSettings(MethodSettings):
     """MemCo's keys (``conf/method/memco.yaml`` gives each one's source; the ablations of
     Tables 11-14 set them)."""
 
-    alpha: Annotated[float, Range(gt=0, lt=0.5)] = 0.05  # one-sided Wilson level
-    threshold: Annotated[float, Range(gt=0, lt=1)] = 0.35  # lambda, the promotion bound
+    # one-sided Wilson level
+    alpha: Annotated[float, Range(gt=0, lt=0.5)] = reading(0.05, paper=0.05, released=0.05)
+    # lambda, the promotion bound: the paper's and the released runs' 0.35 (0.5, the released
+    # GlobalPromoter's own default, is what its unit test promotes under)
+    threshold: Annotated[float, Range(gt=0, lt=1)] = reading(0.35, paper=0.35, released=0.35)
     promotion: Literal["wilson", "empirical"] = "wilson"
+    # which failure records may be promoted, and how an anti-pattern's episodes vote: the
+    # paper's reading (default: MemCo's row is the paper's method, its released code cannot run
+    # as published) or the released code's (records.py maps its types onto memarena's)
+    promotion_types: Literal["paper", "released"] = reading(
+        "paper", paper="paper", released="released"
+    )
+    anti_pattern_counting: Literal["paper", "released"] = reading(
+        "paper", paper="paper", released="released"
+    )
     use_local: bool = True
     use_global: bool = True
     k_local: Count = 5
@@ -236,6 +248,8 @@ class MemCo(MemoryMethod):
         )
         self.adapter = adapter_for(self.env_name)
         self.alpha, self.threshold, self.promotion = float(s.alpha), float(s.threshold), s.promotion
+        self.promotion_types = s.promotion_types
+        self.anti_pattern_counting = s.anti_pattern_counting
         self.use_local, self.use_global = s.use_local, s.use_global
         self.composition = s.composition
         self.max_items_per_role = s.max_items_per_role
@@ -251,8 +265,9 @@ class MemCo(MemoryMethod):
         self.local_weight, self.global_weight = float(s.local_weight), float(s.global_weight)
         self.locals: dict[str, LocalMemory] = {}
         self.global_memory = GlobalSnapshot(
-            rule=s.promotion, alpha=self.alpha, threshold=self.threshold
-        )
+            rule=s.promotion, alpha=self.alpha, threshold=self.threshold,
+            promotion_types=s.promotion_types, anti_pattern_counting=s.anti_pattern_counting,
+        )  # fmt: skip
         self._dirty = False
         self._published = False  # acquisition ended: the global memory exists (item F.5)
         self._view: str | None = None
@@ -295,6 +310,8 @@ class MemCo(MemoryMethod):
             alpha=self.alpha,
             threshold=self.threshold,
             rule=self.promotion,
+            promotion_types=self.promotion_types,
+            anti_pattern_counting=self.anti_pattern_counting,
         )
         self._global_cache.clear()
         self._compiled_global.clear()

@@ -23,6 +23,39 @@ contradiction wins; for anti-patterns (``failure``) an observed stall or failure
 record. ``n+, n-`` count the reduced votes; ``n0`` counts episodes with a stall marker and never
 enters the Wilson sample. Because a ledger entry is a set, the reduction is invariant to the order
 and repetition of annotations (Proposition D.2).
+
+MemCo's released code (SYannL/nvdamas, ``memco_backend``) and these types. Its local memory
+holds *candidates* (``CandidateType``) and, beside them, *rules* (``RuleType``) and artifacts:
+
+- candidates ``precondition_rule``, ``workflow_chunk`` (pattern kinds workflow / closure) and
+  ``repair_pattern`` ("after failure label L, try A", seen when a failed step is followed by a
+  successful one) are ``precondition``, ``workflow`` and ``repair`` here;
+- a ``failure_pattern`` candidate is either a *raw failure* (an action whose step failed with a
+  failure label): a ``failure`` record with a ``fail:<label>`` outcome here; or an
+  ``anti_pattern`` (actions whose steps stalled: no failure label, no state change, not done):
+  a ``failure`` record with the ``no_progress`` outcome here (an unlabelled setback is exactly
+  such a stall). The released anti-pattern is the episode's first three stalled actions, this
+  one a single stalled action after its predecessor;
+- rules are a second layer of ALFWorld relations conditioned on the task's progress state:
+  ``blocked`` (avoid taking a non-target object, avoid placing the held target on a non-goal
+  destination) and ``repair`` (the repair candidate's "after L, try A" in a given progress
+  state), besides precondition / workflow / closure rules. memarena has no rule layer and no
+  blocked record: its records are the candidates' counterparts, so the released code's "REPAIR
+  and BLOCKED rules are never promoted" withholds nothing memarena has (``repair`` records are
+  promoted under both readings, as the released code promotes repair candidates);
+- reflection artifacts stay local, as ``case`` / ``reflection`` records do here; ``actionable``
+  records have no released candidate type (the released structure rule does not concern them).
+
+Two settings take the released code's reading instead of the paper's (``method.promotion_types``
+and ``method.anti_pattern_counting``, conf/method/memco.yaml): the released structure check
+accepts a failure candidate only as an anti-pattern (``structural`` in checks.py), and its
+per-episode reduction of an anti-pattern counts an episode with a stall marker as one supporting
+vote and any other annotated episode as one contradicting vote (the paper's: any support or stall
+supports it; :func:`reduce_episode`). memarena applies that reduction to all of its anti-patterns,
+the ``failure`` records. A ``no_progress`` record's support always carries a stall marker, so
+the two reductions differ only on ``fail:<label>`` records, in an episode where the labelled
+failure changed the state (no stall): a contradiction under the released reading. (The released
+code reduces a raw failure candidate as an ordinary relation, but never promotes it.)
 """
 
 from __future__ import annotations
@@ -49,14 +82,23 @@ def relation_signature(rtype: str, condition: str, actions: tuple[str, ...], out
     return f"{rtype}:" + hashlib.sha1(blob.encode("utf-8")).hexdigest()[:16]
 
 
-def reduce_episode(annotations: set[str] | frozenset[str], anti_pattern: bool) -> str | None:
+def reduce_episode(
+    annotations: set[str] | frozenset[str], anti_pattern: bool, counting: str = "paper"
+) -> str | None:
     """One episode's vote for one record: ``"+"``, ``"-"`` or None (no vote).
 
-    Ordinary relations: a contradiction takes precedence over support. Anti-patterns: an
-    observed stall (or a supporting failure) supports the record; it is contradicted only when
-    the episode holds a contradiction and no support or stall. An unannotated episode gives no
-    vote. The stall marker itself is reported separately (``n0``).
+    Ordinary relations: a contradiction takes precedence over support. Anti-patterns, the
+    paper's reading (``counting="paper"``): an observed stall (or a supporting failure) supports
+    the record; it is contradicted only when the episode holds a contradiction and no support or
+    stall. The released code's (``counting="released"``): a stall supports it, and an episode
+    with annotations but no stall contradicts it (a failure seen without a stall is a
+    contradiction). An unannotated episode gives no vote. The stall marker itself is reported
+    separately (``n0``).
     """
+    if anti_pattern and counting == "released":
+        if STALL in annotations:
+            return SUPPORT
+        return CONTRADICT if annotations & {SUPPORT, CONTRADICT} else None
     if anti_pattern:
         if SUPPORT in annotations or STALL in annotations:
             return SUPPORT
@@ -116,11 +158,12 @@ class Record:
             self.c_stall += 1
             marks.add(STALL)
 
-    def promotion_counts(self) -> tuple[int, int, int]:
-        """Episode-reduced ``(n+, n-, n0)``."""
+    def promotion_counts(self, counting: str = "paper") -> tuple[int, int, int]:
+        """Episode-reduced ``(n+, n-, n0)``; ``counting``: the anti-pattern reduction
+        (:func:`reduce_episode`)."""
         n_pos = n_neg = n_stall = 0
         for marks in self.ledger.values():
-            vote = reduce_episode(marks, self.anti_pattern)
+            vote = reduce_episode(marks, self.anti_pattern, counting)
             n_pos += vote == SUPPORT
             n_neg += vote == CONTRADICT
             n_stall += STALL in marks
