@@ -426,19 +426,9 @@ class EpisodeRunner:
             self._failed_batches = self._failed_batches + 1 if all(failed) else 0
         chosen: list[tuple[_Live, Decision, Completion, str]] = []
         for item, decision, completion in zip(asking, decisions, completions, strict=True):
-            item.prompt_tokens += completion.prompt_tokens
-            item.completion_tokens += completion.completion_tokens
-            if completion.fallback == REQUEST_FAILED:
-                self._fail(item, RequestFailed(completion.error or "no answer"))
-                ended.append(item)
-                continue
-            try:
-                action = self._action(item, decision.request, completion)
-            except Exception as exc:
-                self._fail(item, exc)
-                ended.append(item)
-                continue
-            chosen.append((item, decision, completion, action))
+            action = self._answered(item, decision, completion, ended)
+            if action is not None:
+                chosen.append((item, decision, completion, action))
         helped = self._helper_turns(chosen, ended) if self.s.agent_loop in LAYOUTS else {}
         stepped: list[_Live] = []
         for item, decision, completion, action in chosen:
@@ -526,21 +516,28 @@ class EpisodeRunner:
         completions = self.policy.decide(decisions)
         out: dict[int, tuple[Decision, Completion, str]] = {}
         for (item, _), decision, completion in zip(stuck, decisions, completions, strict=True):
-            item.prompt_tokens += completion.prompt_tokens
-            item.completion_tokens += completion.completion_tokens
-            if completion.fallback == REQUEST_FAILED:
-                self._fail(item, RequestFailed(completion.error or "no answer"))
-                ended.append(item)
-                continue
-            try:
-                action = self._action(item, decision.request, completion)
-            except Exception as exc:
-                self._fail(item, exc)
-                ended.append(item)
-                continue
-            item.helper_turns += 1
-            out[id(item)] = (decision, completion, action)
+            action = self._answered(item, decision, completion, ended)
+            if action is not None:
+                item.helper_turns += 1
+                out[id(item)] = (decision, completion, action)
         return out
+
+    def _answered(
+        self, item: _Live, decision: Decision, completion: Completion, ended: list[_Live]
+    ) -> str | None:
+        """The action a completion answers (its tokens counted), or None when the request
+        got no answer or the reply could not be turned into an action: the episode then ends
+        with status ``error`` (added to ``ended``)."""
+        item.prompt_tokens += completion.prompt_tokens
+        item.completion_tokens += completion.completion_tokens
+        try:
+            if completion.fallback == REQUEST_FAILED:
+                raise RequestFailed(completion.error or "no answer")
+            return self._action(item, decision.request, completion)
+        except Exception as exc:
+            self._fail(item, exc)
+            ended.append(item)
+            return None
 
     def _meta_checks(self, stepped: list[_Live]) -> None:
         """MemCo's meta-check (gpt-4o-mini on ALFWorld, every 5th step): a ``think:`` line
