@@ -64,6 +64,10 @@ class FakeEmbedder:
     name = "fake-embedder"
     dim = 3
 
+    def __init__(self, **options) -> None:
+        """``options``: the embedder config's other keys (model, normalize ...), ignored."""
+        self.options = options
+
     def close(self) -> None:
         return None
 

@@ -35,8 +35,19 @@ def query(goal: str, task_id: str = "q") -> MemoryQuery:
     )
 
 
+def sentence_embedder(model: str, normalize: bool):
+    """A real sentence-transformers embedder of ``model`` (a released checkpoint's encoders)."""
+    from memarena.embed.sentence import SentenceEmbedder
+
+    return SentenceEmbedder(model=model, normalize=normalize)
+
+
 def services(llm: FakeLLM) -> MemoryServices:
-    return MemoryServices(llm_factory=lambda: llm, embedder_factory=FakeEmbedder)
+    return MemoryServices(
+        llm_factory=lambda: llm,
+        embedder_factory=FakeEmbedder,
+        named_embedder_factory=sentence_embedder,
+    )
 
 
 def answer(**fields) -> str:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from baseline_helpers import answer, episode, services
 from doubles import FakeLLM, use_schema_llm
+from memskill_checkpoint import write_checkpoint
 from omegaconf import OmegaConf
 from test_memco_method import acquired
 
@@ -58,8 +59,12 @@ def two_episodes(memory) -> None:
 
 def config_built_run(tmp_path: Path, method: str):
     """``conf/method/<method>.yaml`` built as the pipeline builds it (scripted agent, the
-    schema-filling memory LLM, the fake embedder), after acquiring two PDDL tasks: the parts,
-    closed; the run folder is ``parts.store.dir``."""
+    schema-filling memory LLM, the fake embedder, also as a released checkpoint's encoders),
+    after acquiring two PDDL tasks: the parts, closed; the run folder is ``parts.store.dir``."""
+    extra = []
+    if method == "memskill_as_released":  # a checkpoint in the released format, 3-d encoders
+        checkpoint = write_checkpoint(tmp_path / "controller.pt", dim=3, encoder="fake")
+        extra = [f"method.checkpoint={checkpoint}"]
     cfg = compose_cfg(
         [
             f"method={method}",
@@ -71,6 +76,7 @@ def config_built_run(tmp_path: Path, method: str):
             "protocol.step_budget=6",
             f"paths.results_dir={tmp_path / 'results'}",
             f"paths.cache_dir={tmp_path / 'cache'}",
+            *extra,
         ]
     )
     use_schema_llm(cfg)

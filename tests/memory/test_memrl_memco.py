@@ -8,6 +8,7 @@ Goals ``v:a,b,c`` embed as [a, b, c] (:class:`doubles.FakeEmbedder`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -190,3 +191,23 @@ def test_empty_as_released_evaluates_with_no_memory():
     unfrozen.begin_phase("eval")
     with pytest.raises(ConfigError, match="freeze_during_eval"):
         unfrozen.observe(*episode("v:1,0,0", True, "x"))
+
+
+def test_stored_observations_are_whole_as_released_and_cut_one_key_away():
+    """memrl_mas.py hands MemoryService the trajectory text whole (observation_chars: null);
+    300 is memarena's earlier cut, one key away."""
+    long = "the fridge holds " + ", ".join(f"item {i}" for i in range(60)) + "."
+    answers = [json.dumps({"script": "s"})]
+    whole = _memrl(answers, eval_memory="learnt")
+    cut = _memrl(answers, eval_memory="learnt", observation_chars=300)
+    for memory in (whole, cut):
+        trajectory, outcome = episode("v:1,0,0", True, "won")
+        trajectory = dataclasses.replace(
+            trajectory, steps=[dataclasses.replace(trajectory.steps[0], observation=long)]
+        )
+        memory.observe_groups([[(trajectory, outcome)]])
+    (kept,) = whole.experiences.values()
+    (clipped,) = cut.experiences.values()
+    assert long in kept.trajectory
+    assert long not in clipped.trajectory and long[:297] + "..." in clipped.trajectory
+

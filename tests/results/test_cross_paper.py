@@ -42,10 +42,11 @@ def swept(name: str) -> list[str]:
 
 
 def test_the_experiment_sweeps_every_method_on_every_benchmark():
-    # less the variants of MemCo's tables (A-Mem lite, MemRL as released, G-Memory's settings)
-    # and of ReMe's (A-Mem from successes, extracted)
+    # less the variants of MemCo's tables (A-Mem lite, MemRL and MemSkill as released, G-Memory's
+    # settings; MemSkill's needs its downloaded checkpoint) and of ReMe's (A-Mem from successes)
     methods = set(group_options(CONF, "method")) - {"amem_lite", "memrl_as_released",
-                                                   "gmemory_memco", "amem_reme"}  # fmt: skip
+                                                   "memskill_as_released", "gmemory_memco",
+                                                   "amem_reme"}  # fmt: skip
     assert set(swept("method")) == methods
     # AppWorld joins with env=...,appworld where its server venv and data exist
     assert set(swept("env")) == set(group_options(CONF, "env")) - {"appworld"}

@@ -171,6 +171,9 @@ def test_notebook_on_empty_results(tmp_path):
 
 def test_notebook_on_fake_results(tmp_path):
     results, out = build_fake_tree(tmp_path / "results"), tmp_path / "out"
+    for seed in (0, 1):  # MemRL as released: no memory at evaluation, so ICL's prompts
+        write_run(results, "memco_table1_alfworld", "alfworld", "memrl_as_released", None,
+                  "qwen3-32b", seed, alfworld_metrics(0.62 + 0.01 * seed, 0.57, 20.0))  # fmt: skip
     nb = run_notebook(MEMCO_NB, params(results, out))
     for name in (
         "fig4ab_threshold.png",
@@ -181,6 +184,9 @@ def test_notebook_on_fake_results(tmp_path):
         assert (out / name).read_bytes()[:8] == PNG, name
     t1 = pd.read_csv(out / "table1.csv")
     assert {"icl", "gmemory", "memco"} <= set(t1.columns)
+    beside = pd.read_csv(out / "table1_memrl_as_released_vs_icl.csv")  # expected to agree
+    alfworld = beside[(beside["setting"] == "alfworld") & (beside["metric"] == "accuracy")]
+    assert alfworld["difference"].tolist() == [2.0]
     assert set(t1["setting"]) == {"fever", "alfworld", "alfworld_familiar", "alfworld_heldout"}
     t11 = pd.read_csv(out / "table11.csv")
     row = t11[(t11["variant"] == "lambda_0.25") & (t11["metric"] == "global_records")]
@@ -189,7 +195,7 @@ def test_notebook_on_fake_results(tmp_path):
     assert sorted(t13["step_budget"].unique()) == [10, 30, 50]
     assert set(t13["variant"]) == {"icl", "memco"}
     paired = pd.read_csv(out / "appH_paired.csv")
-    assert set(paired["baseline"]) == {"icl", "gmemory"}
+    assert set(paired["baseline"]) == {"icl", "memrl_as_released", "gmemory"}
     assert set(paired["metric"]) == {"accuracy", "steps"} and "p_holm" in paired
     assert "memco_table12" in notebook_text(nb)  # missing sections still say how to get them
 

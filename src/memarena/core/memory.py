@@ -148,21 +148,25 @@ class MemoryServices:
     """Models a memory method may need, built on first use so methods that need none pay
     nothing: ``llm`` is the memory-side backbone (``conf/memory_backbone``) behind
     :class:`RunSeededLLM` (``seed``: the run's), ``embedder`` the sentence embedder
-    (``conf/embedder``). The pipeline closes what was built (``llm_if_built``: the backbone
-    itself)."""
+    (``conf/embedder``), and ``embedder_for(model, normalize)`` the same embedder with another
+    model (a released checkpoint's own encoders). The pipeline closes what was built
+    (``llm_if_built``: the backbone itself; ``embedders_built``)."""
 
     def __init__(
         self,
         llm_factory: Callable[[], Backbone] | None = None,
         embedder_factory: Callable[[], Embedder] | None = None,
         seed: int = 0,
+        named_embedder_factory: Callable[[str, bool], Embedder] | None = None,
     ) -> None:
         self._llm_factory = llm_factory
         self._embedder_factory = embedder_factory
+        self._named_embedder_factory = named_embedder_factory
         self.seed = int(seed)
         self._llm: Backbone | None = None
         self._seeded: RunSeededLLM | None = None
         self._embedder: Embedder | None = None
+        self._named: dict[tuple[str, bool], Embedder] = {}
 
     @property
     def llm(self) -> Backbone:
@@ -180,6 +184,24 @@ class MemoryServices:
                 raise ConfigError("this memory method needs an embedder but none is configured")
             self._embedder = self._embedder_factory()
         return self._embedder
+
+    def embedder_for(self, model: str, normalize: bool = True) -> Embedder:
+        """The configured embedder with ``model`` in place of its own (one per model and
+        normalisation, built on first use)."""
+        key = (model, bool(normalize))
+        if key not in self._named:
+            if self._named_embedder_factory is None:
+                raise ConfigError(
+                    f"this memory method needs the embedder {model!r} but no embedder is "
+                    "configured"
+                )
+            self._named[key] = self._named_embedder_factory(model, bool(normalize))
+        return self._named[key]
+
+    @property
+    def embedders_built(self) -> list[Embedder]:
+        """Every embedder built so far: the configured one, then those of other models."""
+        return ([self._embedder] if self._embedder is not None else []) + list(self._named.values())
 
     @property
     def llm_if_built(self) -> Backbone | None:

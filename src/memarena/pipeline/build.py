@@ -244,6 +244,9 @@ def build(
         llm_factory=lambda: _memory_llm_factory(cfg, agent["policy"])(),
         embedder_factory=lambda: build_part(cfg.embedder),
         seed=cfg.seed,
+        named_embedder_factory=lambda model, normalize: build_part(
+            OmegaConf.merge(cfg.embedder, {"name": model, "model": model, "normalize": normalize})
+        ),
     )
     memory: MemoryMethod = build_part(cfg.method, services=services, env_name=cfg.env.name)
     if (
@@ -314,9 +317,7 @@ def close_parts(parts: Parts, *others: Policy) -> None:
     agent_llm = parts.policy.backbone if isinstance(parts.policy, LLMPolicy) else None
     if memory_llm is not None and memory_llm is not agent_llm:
         closing.append(memory_llm.close)
-    embedder = parts.services.embedder_if_built
-    if embedder is not None:
-        closing.append(embedder.close)
+    closing += [embedder.close for embedder in parts.services.embedders_built]
     for close in closing:
         try:
             close()

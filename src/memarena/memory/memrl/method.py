@@ -157,6 +157,9 @@ class MemRLSettings(BaselineSettings):
         "learnt", memco_released="empty_as_released", memarena="learnt"
     )
     note_chars: Positive = 800
+    # each stored observation: whole, as memrl_mas.py hands MemoryService the trajectory text;
+    # memarena's earlier reading: 300
+    observation_chars: Positive | None = reading(None, memco_released=None, memarena=300)
     trajectory_chars: Positive = 6000
     temperature: Any = None  # a number, or {purpose: number} (script, reflection)
     seed: int = 0
@@ -249,10 +252,16 @@ class MemRL(ModalBaseline):
     def trajectory_text(self, task: StoredTask) -> str:
         """The trajectory as the agent saw it (first observation, then ``> action`` and
         observation lines), without the goal line, cut to ``trajectory_chars``."""
-        lines = [clip_text(task.initial, self.observation_chars)] if task.initial else []
+        lines = [self.observation_text(task.initial)] if task.initial else []
         for action, observation, _ in task.steps:
-            lines += [f"> {clip_text(action, 200)}", clip_text(observation, self.observation_chars)]
+            lines += [f"> {clip_text(action, 200)}", self.observation_text(observation)]
         return "\n".join(lines)[: self.trajectory_chars]
+
+    def observation_text(self, text: str) -> str:
+        """One stored observation: whole (``observation_chars: null``, stripped) or cut."""
+        if self.observation_chars is None:
+            return str(text).strip()
+        return clip_text(text, self.observation_chars)
 
     def _write(self, new: list[StoredTask]) -> None:
         notes = self._notes(new)

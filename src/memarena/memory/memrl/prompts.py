@@ -35,10 +35,12 @@ def text_schema(key: str, max_chars: int) -> dict:
 
 
 SUCCESS_HEADER = "Solved tasks similar to this one (scripts and trajectories to follow):"
-# one line before the failed experiences, shown only when there are some
+# one line before the failed experiences, shown only when there are some: the repair hint of
+# MemCo's memrl_mas.py (a "[Memory]" line saying similar cases failed and the action pattern
+# should change), in memarena's words
 FAILURE_HEADER = (
-    "Memory warning: tasks like this one failed before. Their reflections follow; do not repeat "
-    "the action pattern that failed."
+    "[Memory] Tasks like this one have failed before: think about moving away from the pattern "
+    "of actions you are following now."
 )
 
 

@@ -174,7 +174,6 @@ class MemSkill(ModalBaseline):
         self.skills = SkillBank(max_skills=s.max_skills)
         self.global_build = s.global_build
         self.released: ReleasedController | None = None
-        self._encoders: dict[str, Any] = {}  # the released controller's encoders, by model
         if self.controller == "released":  # refused before any work when the file is missing
             checkpoint = load_checkpoint(s.checkpoint, s.operation_bank, s.encoder)
             self.released = ReleasedController(checkpoint, self.skills_per_span)
@@ -297,13 +296,9 @@ class MemSkill(ModalBaseline):
         return [Choice(n) for n in names]
 
     def _encoder(self, model: str) -> Any:
-        """One sentence-transformers encoder per model name (raw, not normalised, as MemCo's
-        adapter encodes), loaded on first use."""
-        if model not in self._encoders:
-            from memarena.embed.sentence import SentenceEmbedder
-
-            self._encoders[model] = SentenceEmbedder(model=model, normalize=False)
-        return self._encoders[model]
+        """The configured embedder with the checkpoint's model (raw, not normalised, as MemCo's
+        adapter encodes), built on first use by the services."""
+        return self.services.embedder_for(model, normalize=False)
 
     def _execute(
         self, spans: list[Span], shown: list[list[str]], choices: list[Choice]

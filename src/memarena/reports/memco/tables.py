@@ -252,6 +252,43 @@ def row_sources(methods: Sequence[str]) -> pd.DataFrame:
     ).set_index("method")
 
 
+def as_released_beside_icl(
+    summary: pd.DataFrame,
+    metrics: Sequence[str] = ("accuracy", "steps"),
+    method: str = "memrl_as_released",
+    control: str = "icl",
+) -> pd.DataFrame:
+    """MemRL as MemCo's script ran it next to ICL, per (backbone, setting, metric) where both
+    have runs: MemCo's evaluation reads an empty intent table, so the agent sees what ICL's
+    sees and the two rows are expected to agree (``difference`` about 0, within the seeds'
+    spread); ``memrl_mem_entries`` is the memory entries MemRL showed per call (0 expected)."""
+    if summary.empty:
+        return pd.DataFrame()
+    cells = summary.assign(cell=cell_texts(summary, 2)).set_index(
+        ["backbone", "setting", "metric", "variant"]
+    )
+    rows = []
+    for (backbone, setting, metric), _ in cells.groupby(level=[0, 1, 2], sort=True):
+        keys = [(backbone, setting, metric, v) for v in (control, method)]
+        if metric not in metrics or not all(k in cells.index for k in keys):
+            continue
+        ours, theirs = (cells.loc[k] for k in keys)
+        entries = (backbone, setting, "avg_mem_entries", method)
+        rows.append(
+            {
+                "backbone": backbone,
+                "setting": setting,
+                "metric": metric,
+                control: ours["cell"],
+                method: theirs["cell"],
+                "difference": round(float(theirs["mean"] - ours["mean"]), 2),
+                "memrl_mem_entries": cells.loc[entries, "mean"] if entries in cells.index
+                else math.nan,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
 def main_table(
     summary: pd.DataFrame, metrics: Sequence[str] = ("accuracy", "steps")
 ) -> pd.DataFrame:
