@@ -71,6 +71,31 @@ def test_dedup_against_contents_is_memarenas_earlier_reading():
     assert memory.metrics()["memory_duplicates"] == 2
 
 
+# two tasks summarised in one batch: A from task t1, D from task t2. D's scenario + content is
+# 0.707-close to A's (a duplicate when the batch is one set) but orthogonal to A's scenario WA
+# and to W1 (kept when t2 is compared with the pool t1 left, as ReMe's one-task flow does)
+SEQUENTIAL = {**TABLE, "WD CD": [0, 1, 0, 1], "WD": [0, 0, 0, 1]}
+
+
+def _two_tasks(memory, batched: bool) -> list[str]:
+    groups = [[_traj("g1", ["a"], True, 1.0, task_id="t1")],
+              [_traj("g2", ["a"], True, 1.0, task_id="t2")]]  # fmt: skip
+    for chunk in [groups] if batched else [[g] for g in groups]:
+        memory.observe_groups(chunk)
+    return [e.when_to_use for e in memory.pool.items.values()]
+
+
+def test_each_task_is_deduplicated_against_the_pool_the_previous_task_left():
+    answers = [_answer(_exp("WA", "CA")), _answer(_exp("WD", "CD"))]
+    sequential = _with_table(SEQUENTIAL, FakeLLM(list(answers)))
+    assert _two_tasks(sequential, batched=True) == ["W1", "WA", "WD"]  # the default: task
+    one_by_one = _with_table(SEQUENTIAL, FakeLLM(list(answers)))
+    assert _two_tasks(one_by_one, batched=False) == ["W1", "WA", "WD"]  # the same pool
+    batch = _with_table(SEQUENTIAL, FakeLLM(list(answers)), dedup_scope="batch")
+    assert _two_tasks(batch, batched=True) == ["W1", "WA"]  # D against A's content: 0.707
+    assert batch.metrics()["memory_duplicates"] == 1
+
+
 def _asked(llm: FakeLLM) -> list[str]:
     return [_user(r) for r in llm.requests]
 

@@ -97,7 +97,7 @@ class ReMe(MemoryMethod):
         self.judge_sees_task = s.judge_sees_task
         self.judge_lenient = s.judge_unparsed == "keep"
         self.dedup_threshold = float(s.dedup_threshold)
-        self.dedup_against = s.dedup_against
+        self.dedup_against, self.dedup_scope = s.dedup_against, s.dedup_scope
         self.reward = s.reward
         self.generalize_queries = s.generalize_queries or s.retrieval_key == "generalized_query"
         self.top_k, self.rerank_pool = s.top_k, max(s.rerank_pool, s.top_k)
@@ -264,12 +264,25 @@ class ReMe(MemoryMethod):
         return candidates
 
     def _admit(self, candidates: list[Experience]) -> list[Experience]:
-        """LLM-judge validation, then similarity dedup against the pool, then addition."""
-        kept, vectors = self._unique(self._validated(candidates))
+        """LLM-judge validation, then similarity dedup against the pool, then addition. With
+        ``dedup_scope: task`` the candidates of each source task are deduplicated and added
+        before the next task's (ReMe's summary flow runs one task at a time), so a batch of
+        tasks gives the pool that one task at a time gives; ``batch`` deduplicates the batch's
+        candidates against each other as one set (memarena's earlier reading)."""
+        validated = self._validated(candidates)
+        if self.dedup_scope == "batch":
+            return self._add(*self._unique(validated))
+        by_task: dict[str, list[Experience]] = {}
+        for experience in validated:
+            by_task.setdefault(experience.source_task, []).append(experience)
+        return [e for group in by_task.values() for e in self._add(*self._unique(group))]
+
+    def _add(self, kept: list[Experience], vectors: np.ndarray | None) -> list[Experience]:
+        """Number and add the kept candidates (with their scenario + content rows)."""
         for experience in kept:
             experience.id = self.pool.new_id()
         if kept:  # the other built matrices embed the new texts in one call
-            self.pool.add_many(kept, vectors)  # the candidates' scenario + content rows
+            self.pool.add_many(kept, vectors)
         self.counts["added"] += len(kept)
         return kept
 

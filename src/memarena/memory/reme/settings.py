@@ -42,6 +42,9 @@ class ReMeSettings(MethodSettings):
     dedup_against: Literal["usage_scenario", "content"] = reading(
         "usage_scenario", released="usage_scenario", memarena="content"
     )
+    # task: a task's candidates are deduplicated and added before the next task's (ReMe's
+    # summary flow, one task at a time); batch: a summary batch's candidates as one set
+    dedup_scope: Literal["task", "batch"] = reading("task", released="task", memarena="batch")
     reward: Literal["official", "success", "progress"] = reading("official", released="official")
     generalize_queries: bool = True
     # -- reuse (Section 3.3, Appendix C.2)
