@@ -11,6 +11,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
+from doubles import EchoEnv
 from fake_vllm import FakeLLM, install
 
 from memarena.agent import EpisodeRunner, RunnerSettings, as_policy
@@ -18,13 +19,6 @@ from memarena.core import (
     PROMPT_TOO_LONG,
     ChatRequest,
     Completion,
-    Env,
-    EnvPrompt,
-    Episode,
-    Feedback,
-    Observation,
-    StepResult,
-    Task,
     Usage,
     runtime,
 )
@@ -147,41 +141,6 @@ def test_hf_rows_take_the_fitted_cap_and_refused_rows_never_decode():
 
 
 # -- the runner, the metrics and the flags ----------------------------------------------------
-class TwoStepEnv(Env):
-    """Free-text env: task ``TASK<i>`` ends after two steps, whatever the agent says."""
-
-    name, step_budget = "two", 10
-
-    def tasks(self, split):
-        return [Task(f"t{i}", "two", split, "d", f"TASK{i}", {}) for i in range(3)]
-
-    def domains(self):
-        return ["d"]
-
-    def prompt(self, task=None):
-        return EnvPrompt(system="two", action_format="Reply with anything.")
-
-    def open(self, task):
-        return TwoStepEpisode(task)
-
-    def close(self):
-        pass
-
-
-class TwoStepEpisode(Episode):
-    def __init__(self, task):
-        self.task, self.n = task, 0
-
-    def reset(self):
-        return Observation(f"start {self.task.goal}", self.task.goal, None)
-
-    def step(self, action):
-        self.n += 1
-        done = self.n >= 2
-        return StepResult(Observation("ok", self.task.goal, None), float(done), done, done,
-                          self.n / 2, Feedback(True, True, None))  # fmt: skip
-
-
 class FittingBackbone:
     """Answers by task and step: TASK0 cut on the left at every step, TASK1 refused at its
     second step, TASK2 with a shortened reply at its first."""
@@ -211,7 +170,7 @@ class FittingBackbone:
 
 def test_the_runner_counts_fits_ends_refused_episodes_and_the_run_is_flagged():
     settings = RunnerSettings(concurrency=3, action_mode="free", max_tokens=16)
-    env = TwoStepEnv()
+    env = EchoEnv(goals=("TASK0", "TASK1", "TASK2"))
     results = EpisodeRunner(env, as_policy(FittingBackbone()), NoMemory(), settings,
                             progress_bar=False).run(env.tasks("test"))  # fmt: skip
     by_task = {r.trajectory.task.id: r for r in results}
