@@ -1,4 +1,5 @@
-"""Test doubles shared by the memory-method tests: a scripted LLM and a deterministic embedder."""
+"""Test doubles shared by the tests: a scripted LLM, a deterministic embedder and a free-text
+env whose tasks end after two steps."""
 
 from __future__ import annotations
 
@@ -6,8 +7,9 @@ import json
 
 import numpy as np
 
+from memarena.core.env import Env, EnvPrompt, Episode
 from memarena.core.llm_types import Completion
-from memarena.core.types import Usage
+from memarena.core.types import Feedback, Observation, StepResult, Task, Usage
 
 
 def first_choice_completion(body: dict) -> dict:
@@ -178,3 +180,43 @@ HISTORY = [
      "function": {"name": "cd", "arguments": {"folder": "docs"}}}]},
     {"role": "tool", "tool_call_id": "call_0_0", "name": "cd", "content": "ok"},
 ]  # fmt: skip
+
+
+class EchoEnv(Env):
+    """Free-text env: a task ends after two steps, whatever the agent says; one task per goal
+    (its goal is in the first observation)."""
+
+    name = "echo"
+    step_budget = 10
+
+    def __init__(self, goals: tuple[str, ...] = ("say anything",) * 2) -> None:
+        self.goals = goals
+
+    def tasks(self, split):
+        return [Task(f"t{i}", "echo", split, "d", g, {}) for i, g in enumerate(self.goals)]
+
+    def domains(self):
+        return ["d"]
+
+    def prompt(self, task=None):
+        return EnvPrompt(system="echo", action_format="Reply with anything.")
+
+    def open(self, task):
+        return EchoEpisode(task)
+
+    def close(self):
+        pass
+
+
+class EchoEpisode(Episode):
+    def __init__(self, task):
+        self.task, self.n = task, 0
+
+    def reset(self):
+        return Observation(f"start: {self.task.goal}", self.task.goal, None)
+
+    def step(self, action):
+        self.n += 1
+        done = self.n >= 2
+        return StepResult(Observation("ok", self.task.goal, None), float(done), done, done,
+                          self.n / 2, Feedback(True, True, None))  # fmt: skip

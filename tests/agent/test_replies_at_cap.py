@@ -5,60 +5,14 @@ backbone takes."""
 from __future__ import annotations
 
 import pytest
+from doubles import EchoEnv
 
 from memarena.agent import EpisodeRunner, RunnerSettings, as_policy
 from memarena.agent.policy import ExpertPolicy, LLMPolicy
-from memarena.core import (
-    ChatRequest,
-    Completion,
-    Env,
-    EnvPrompt,
-    Episode,
-    Feedback,
-    Observation,
-    StepResult,
-    Task,
-    Usage,
-)
+from memarena.core import ChatRequest, Completion, Usage
 from memarena.memory.none import NoMemory
 from memarena.results.metrics import compute_metrics
 from memarena.results.records import EpisodeRecord
-
-
-class EchoEnv(Env):
-    """Free-text env: a task ends after ``target`` steps, whatever the agent says."""
-
-    name = "echo"
-    step_budget = 10
-
-    def tasks(self, split):
-        return [Task(f"t{i}", "echo", split, "d", "say anything", {"target": 2}) for i in range(2)]
-
-    def domains(self):
-        return ["d"]
-
-    def prompt(self, task=None):
-        return EnvPrompt(system="echo", action_format="Reply with anything.")
-
-    def open(self, task):
-        return EchoEpisode(task)
-
-    def close(self):
-        pass
-
-
-class EchoEpisode(Episode):
-    def __init__(self, task):
-        self.task, self.n = task, 0
-
-    def reset(self):
-        return Observation("start", self.task.goal, None)
-
-    def step(self, action):
-        self.n += 1
-        done = self.n >= self.task.payload["target"]
-        return StepResult(Observation("ok", self.task.goal, None), float(done), done, done,
-                          self.n / 2, Feedback(True, True, None))  # fmt: skip
 
 
 class LengthBackbone:

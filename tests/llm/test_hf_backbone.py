@@ -282,6 +282,18 @@ def test_bad_settings_are_config_errors(kwargs, match):
         HFBackbone(converted_dir=MODELS, **kwargs)
 
 
+def test_a_prompt_over_the_context_is_sent_whole_or_refused_never_cut(hf, monkeypatch):
+    short = user("Say hi.", max_tokens=48)
+    size = len(hf.encode_prompt(short))
+    monkeypatch.setattr(hf, "context_limit", size + 5)  # room for 5 reply tokens
+    long = user("Say hi. " * 40, max_tokens=8)
+    shortened, refused = hf.generate([short, long])
+    assert shortened.prompt_fit == "reply_shortened" and shortened.prompt_tokens == size
+    assert 0 < shortened.completion_tokens <= 5
+    assert refused.fallback == "prompt_too_long" and refused.text == ""
+    assert f"context of {size + 5} tokens" in refused.error
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is present")
 def test_cuda_without_a_gpu_is_a_config_error():
     with pytest.raises(ConfigError, match="sees no CUDA GPU"):

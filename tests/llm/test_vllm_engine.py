@@ -196,8 +196,9 @@ def test_choice_index_mapping_and_fallback_counting(fake_vllm, caplog):
     assert sum("choice_invalid" in r.message for r in caplog.records) == 1  # logged once
 
 
-def test_long_prompts_are_cut_to_fit_the_context(fake_vllm):
-    bb = make(max_model_len=64)
+def test_long_prompts_are_cut_to_fit_the_context_under_cut_left(fake_vllm):
+    # the default keeps prompts whole (tests/llm/test_context_fit.py); cut_left is one key away
+    bb = make(max_model_len=64, prompt_overflow="cut_left")
     out = bb.generate([user("x" * 200, max_tokens=16), user("short", max_tokens=16)])
     prompts = FakeLLM.instances[0].calls[0][0]
     assert len(prompts[0]["prompt_token_ids"]) == 64 - 16

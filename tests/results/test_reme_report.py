@@ -462,7 +462,10 @@ def test_failure_category_mapping():
     assert category(False, STATE).startswith("state mismatch")
     assert category(False, STATE, turns_done=2) == rr.STEP_LIMIT
     assert category(False, STATE, status="budget") == rr.STEP_LIMIT
-    assert category(False, "multi_turn:force_terminated") == rr.STEP_LIMIT
+    force_terminated = "multi_turn:force_terminated"
+    assert category(False, force_terminated, turns_done=2) == rr.STEP_LIMIT
+    # every turn played: a turn without calls was left out (env.empty_turns=drop)
+    assert category(False, force_terminated) == rr.OMISSION
     assert category(False, None, status="error") == "episode error"
     assert category(False, "x:y") == "x:y"
     assert category(False, None) == "unknown"

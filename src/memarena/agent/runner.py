@@ -9,6 +9,8 @@ whose model request got no answer (fallback ``request_failed``: the server is do
 out after its retries); after ``max_failed_batches`` consecutive steps in which every request
 failed, the run stops with :class:`~memarena.core.ServerUnreachableError` (the episodes that
 ended so are on disk with status ``error``, and a resume retries them).
+An episode whose prompt does not fit the model's context (fallback ``prompt_too_long``,
+:mod:`memarena.llm.context_fit`) ends with status ``prompt_too_long``, a failure never retried.
 With ``episode_timeout_s`` (``protocol.episode_timeout_s``) an episode still running that many
 seconds after it started ends with status ``timeout`` (checked between steps) and the others go on.
 
@@ -16,7 +18,9 @@ Per episode the runner also counts the replies the agent could not act on
 (``Outcome.invalid_replies``: a constrained answer outside its choices, an empty reply, an
 action the env reports as ``invalid_action`` / ``parse_error``), the free-text replies whose
 length reached the reply cap (:meth:`Policy.reply_limit`: cut by it, or ending on its last
-token; kept as ``details["replies_at_cap"]`` when there are any) and what the memory's
+token; kept as ``details["replies_at_cap"]`` when there are any), the prompts the backbone
+fitted into the context (a completion's ``prompt_fit``, counted by kind in ``details``:
+``prompt_truncated``, ``reply_shortened``, when there are any) and what the memory's
 retrievals cost (:class:`~memarena.core.costs.MemoryCost`).
 
 The decision-maker is a :class:`~memarena.agent.policy.Policy` (an LLM over a backbone, or the
@@ -62,6 +66,7 @@ from memarena.agent.prompts import (
     build_single,
 )
 from memarena.core import (
+    PROMPT_TOO_LONG,
     REQUEST_FAILED,
     ChatRequest,
     Completion,
@@ -162,6 +167,7 @@ class _Live:
     invalid_replies: int = 0
     helper_turns: int = 0  # steps the stuck-solver helper chose (released agent loop)
     replies_at_cap: int = 0  # free-text replies as long as the reply cap (see the docstring)
+    prompt_fits: dict[str, int] = field(default_factory=dict)  # completions' prompt_fit counts
     cost: MemoryCost = field(default_factory=MemoryCost)
     started: float = field(default_factory=time.perf_counter)
     status: str = "failure"
@@ -530,6 +536,13 @@ class EpisodeRunner:
         with status ``error`` (added to ``ended``)."""
         item.prompt_tokens += completion.prompt_tokens
         item.completion_tokens += completion.completion_tokens
+        if completion.prompt_fit:
+            fits = item.prompt_fits
+            fits[completion.prompt_fit] = fits.get(completion.prompt_fit, 0) + 1
+        if completion.fallback == PROMPT_TOO_LONG:
+            item.status, item.success, item.error = PROMPT_TOO_LONG, False, completion.error
+            ended.append(item)
+            return None
         try:
             if completion.fallback == REQUEST_FAILED:
                 raise RequestFailed(completion.error or "no answer")
@@ -638,6 +651,8 @@ class EpisodeRunner:
         details = self._details(item.episode)
         if item.replies_at_cap:
             details = {**(details or {}), "replies_at_cap": item.replies_at_cap}
+        if item.prompt_fits:
+            details = {**(details or {}), **dict(sorted(item.prompt_fits.items()))}
         self._close(item.episode)
         outcome = Outcome(
             success=item.success,

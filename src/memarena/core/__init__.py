@@ -10,7 +10,13 @@ from memarena.core.errors import (
     MemoryFrozenError,
     ServerUnreachableError,
 )
-from memarena.core.llm_types import REQUEST_FAILED, ChatRequest, Completion, Message
+from memarena.core.llm_types import (
+    PROMPT_TOO_LONG,
+    REQUEST_FAILED,
+    ChatRequest,
+    Completion,
+    Message,
+)
 from memarena.core.memory import Capabilities, MemoryMethod, MemoryServices
 from memarena.core.protocols import Backbone, Embedder
 from memarena.core.tool_calls import (
@@ -37,6 +43,7 @@ from memarena.core.types import (
 __all__ = [
     "DEFAULT_MAX_TOKENS",
     "EPISODE_STATUSES",
+    "PROMPT_TOO_LONG",
     "REQUEST_FAILED",
     "Backbone",
     "Capabilities",

@@ -17,6 +17,9 @@ Message = dict[str, Any]
 
 # the fallback of a request that got no answer (server down, timeouts after the retries)
 REQUEST_FAILED = "request_failed"
+# the fallback of a request whose prompt does not fit the model's context (not sent, or refused
+# by the server); the agent's episode ends with this status (memarena.llm.context_fit)
+PROMPT_TOO_LONG = "prompt_too_long"
 
 
 @dataclass
@@ -98,6 +101,9 @@ class Completion:
     # REQUEST_FAILED: the request never got an answer (``error`` says why; never cached)
     fallback: str | None = None
     error: str | None = None
+    # how the prompt was fitted into the context when it did not fit beside the reply cap:
+    # "reply_shortened" (sent whole, the cap lowered) or "prompt_truncated" (its head cut)
+    prompt_fit: str | None = None
 
     @property
     def tokens(self) -> int:

@@ -124,8 +124,10 @@ class Trajectory:
 
 # Episode statuses: "success" and "failure" are ordinary endings; "error" means the env or the
 # agent raised (the error text is kept); "budget" means the step budget ran out; "timeout" that
-# the episode ran past protocol.episode_timeout_s (a failure, not retried).
-EPISODE_STATUSES = ("success", "failure", "budget", "error", "timeout")
+# the episode ran past protocol.episode_timeout_s (a failure, not retried); "prompt_too_long"
+# that the agent's prompt did not fit the model's context (a failure, not retried; see
+# memarena.llm.context_fit).
+EPISODE_STATUSES = ("success", "failure", "budget", "error", "timeout", "prompt_too_long")
 
 
 @dataclass

@@ -4,9 +4,11 @@
 engine in one ``_generate`` call, checks the constraints the engine was asked to honour
 (a choice must be one of ``choices``; a JSON output must match its schema), stores the fresh
 completions and counts everything in ``usage``: tokens of every request (cache hits included,
-so a replayed run reports the same numbers), hits, misses and fallbacks. Each fallback kind is
-logged once per backbone; all of them are counted. A completion with fallback
-``request_failed`` (no answer from the engine) is never stored in the cache.
+so a replayed run reports the same numbers), hits, misses and fallbacks (a completion's
+``prompt_fit`` too: a prompt fitted into the context, :mod:`memarena.llm.context_fit`). Each
+fallback kind is logged once per backbone; all of them are counted. A completion with fallback
+``request_failed`` (no answer from the engine) or ``prompt_too_long`` (a limit of this engine
+or server, not of the request) is never stored in the cache.
 
 ``native_tools`` says whether a backbone sends ``request.tools`` natively (the chat template's
 ``tools``, the API's ``tools``); a request with tools to a backbone without them is a
@@ -25,12 +27,13 @@ from pathlib import Path
 from typing import Any
 
 from memarena.core.errors import ConfigError
-from memarena.core.llm_types import REQUEST_FAILED, ChatRequest, Completion
+from memarena.core.llm_types import PROMPT_TOO_LONG, REQUEST_FAILED, ChatRequest, Completion
 from memarena.core.settings import plain  # noqa: F401  (the engines import it from here)
 from memarena.core.types import Usage
 from memarena.llm.cache import CallCache
 
 log = logging.getLogger(__name__)
+_NOT_STORED = frozenset({REQUEST_FAILED, PROMPT_TOO_LONG})
 
 
 class BackboneBase(ABC):
@@ -97,6 +100,8 @@ class BackboneBase(ABC):
             self.usage.completion_tokens += completion.completion_tokens
             if completion.fallback:
                 self.record_fallback(completion.fallback)
+            if completion.prompt_fit:
+                self.record_fallback(completion.prompt_fit)
         return results
 
     def request_model(self, request: ChatRequest) -> str:
@@ -116,7 +121,7 @@ class BackboneBase(ABC):
 
     def _store(self, fresh: dict[str, Completion]) -> None:
         # a request that got no answer is asked again on a rerun, never replayed from the cache
-        fresh = {k: c for k, c in fresh.items() if c.fallback != REQUEST_FAILED}
+        fresh = {k: c for k, c in fresh.items() if c.fallback not in _NOT_STORED}
         if self.cache is None or not fresh:
             return
         try:

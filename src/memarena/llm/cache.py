@@ -25,7 +25,14 @@ log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
 _CHUNK = 500  # keys per SELECT (SQLite's variable limit is 999 on old builds)
-_STORED_FIELDS = ("text", "prompt_tokens", "completion_tokens", "choice_index", "fallback")
+_STORED_FIELDS = (
+    "text",
+    "prompt_tokens",
+    "completion_tokens",
+    "choice_index",
+    "fallback",
+    "prompt_fit",
+)
 
 
 def _encode(completion: Completion) -> str:

@@ -13,7 +13,9 @@ either way). A per-row controller gives each row its own:
   without it the output is unconstrained and checked afterwards);
 - decoding: greedy at temperature 0, else temperature/top-p sampling from a generator seeded
   by the request's own seed, so a sample does not depend on what else is in the batch;
-- limits: ``max_tokens`` and stop strings.
+- limits: ``max_tokens`` and stop strings; a prompt that does not fit the model's context
+  beside its reply cap is handled by ``prompt_overflow`` (:mod:`memarena.llm.context_fit`: by
+  default sent whole with the cap lowered to the room left, refused when there is none).
 
 Loading (:mod:`memarena.llm.hf_loading`): ``model`` is a local folder, a hub id, or
 ``embedded:smollm2-135m``; a GGUF is converted once to safetensors under ``converted_dir``, and
@@ -40,6 +42,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +52,13 @@ from memarena.core import runtime
 from memarena.core.errors import ConfigError
 from memarena.core.llm_types import ChatRequest, Completion
 from memarena.llm.base import BackboneBase, json_matches_schema, plain
+from memarena.llm.context_fit import (
+    Fit,
+    check_overflow,
+    fit_prompt,
+    overflow_identity,
+    refusal,
+)
 from memarena.llm.hf_constraints import (
     BatchController,
     ChoiceState,
@@ -118,7 +128,9 @@ class HFBackbone(BackboneBase):
         enable_thinking: bool | None = None,
         tools_template: str | None = None,
         decode_weights: str = "float",
+        prompt_overflow: str = "shorten_reply",
     ) -> None:
+        self.prompt_overflow = check_overflow(prompt_overflow)
         if int(batch_size) < 1 or int(max_new_tokens) < 1:
             raise ConfigError(
                 f"memarena: backbone.batch_size={batch_size} and backbone.max_new_tokens="
@@ -151,6 +163,7 @@ class HFBackbone(BackboneBase):
         if chat_template or self.chat_template_kwargs:
             extra = json.dumps([chat_template, self.chat_template_kwargs], sort_keys=True)
             cache_model += ":" + hashlib.sha256(extra.encode()).hexdigest()[:12]
+        cache_model += overflow_identity(self.prompt_overflow)
         super().__init__(
             name=name or Path(str(model)).name.removeprefix("embedded:"),
             cache_model=cache_model,
@@ -243,21 +256,27 @@ class HFBackbone(BackboneBase):
         )
         return self.tokenizer(text, add_special_tokens=False)["input_ids"]
 
-    def _fit(self, ids: list[int], max_tokens: int) -> list[int]:
-        if self.context_limit and len(ids) + max_tokens > self.context_limit:
-            self.record_fallback("prompt_truncated", f"prompt of {len(ids)} tokens cut on the left")
-            return ids[-max(1, self.context_limit - max_tokens) :]
-        return ids
+    def _fit(self, request: ChatRequest, row: Row) -> Fit:
+        """The prompt fitted into the context beside the row's cap (``prompt_overflow``); the
+        row takes the cap it decodes with, and a refused row is done before it starts."""
+        fit = fit_prompt(
+            self.encode_prompt(request),
+            row.max_tokens,
+            self.context_limit,
+            self.prompt_overflow,
+            shortenable=request.choices is None,
+        )
+        row.max_tokens = fit.max_tokens
+        row.done = row.done or fit.refused
+        return fit
 
     # -- generation -------------------------------------------------------------------------
     def _generate(self, requests: list[ChatRequest]) -> list[Completion]:
         if self.model is None:
             raise RuntimeError(f"{self.name}: generate on a closed HFBackbone")
         rows = [self._make_row(r) for r in requests]
-        prompts = [
-            self._fit(self.encode_prompt(r), row.max_tokens)
-            for r, row in zip(requests, rows, strict=True)
-        ]
+        fits = [self._fit(r, row) for r, row in zip(requests, rows, strict=True)]
+        prompts = [fit.ids or [] for fit in fits]
         # similar lengths still to compute together: less padding (rows never depend on their
         # neighbours); the stored prefix a prompt will reuse is looked up in the same order
         fresh = [len(p) - self.prefixes.match_length(p) for p in prompts]
@@ -273,7 +292,12 @@ class HFBackbone(BackboneBase):
         spread = 0.25 if self.device.type == "cpu" else None  # GPUs: padding is cheap
         for chunk in _similar_batches(todo, fresh, self.batch_size, spread):
             self._run_batch([rows[i] for i in chunk], [prompts[i] for i in chunk])
-        return [self._finish(row, len(p)) for row, p in zip(rows, prompts, strict=True)]
+        return [
+            refusal(fit, self.context_limit or 0, self.name)
+            if fit.refused
+            else replace(self._finish(row, len(fit.ids or ())), prompt_fit=fit.event)
+            for row, fit in zip(rows, fits, strict=True)
+        ]
 
     def _make_row(self, request: ChatRequest) -> Row:
         max_tokens = max(1, min(int(request.max_tokens), self.max_new_tokens))

@@ -13,8 +13,10 @@ scheduler does the continuous batching. Each request gets its own ``SamplingPara
 
 Chat templating is done here, with the engine's own tokenizer, and the token ids go to
 ``LLM.generate`` (not ``LLM.chat``): the prompt length is known before the call, so a prompt
-that would overflow ``max_model_len`` is cut on the left and counted as a ``prompt_truncated``
-fallback instead of vLLM rejecting the whole batch with a ValueError; the template and its
+that would overflow ``max_model_len`` beside its reply cap is handled by
+``prompt_overflow`` (:mod:`memarena.llm.context_fit`: by default sent whole with the reply cap
+lowered to the room left, refused when there is none; never cut silently) instead of vLLM
+rejecting the whole batch with a ValueError; the template and its
 kwargs (``enable_thinking`` for Qwen3) are the same ones the ``hf`` engine applies, so both
 engines see the same prompt text (requests with ``tools`` too: the same ``tools`` argument and
 ``tools_template``, :mod:`memarena.llm.tool_templates`). The token counts come from the
@@ -41,6 +43,13 @@ from memarena.core import runtime
 from memarena.core.errors import ConfigError
 from memarena.core.llm_types import ChatRequest, Completion
 from memarena.llm.base import BackboneBase, plain
+from memarena.llm.context_fit import (
+    Fit,
+    check_overflow,
+    fit_prompt,
+    overflow_identity,
+    refusal,
+)
 from memarena.llm.tool_templates import (
     load_tools_template,
     no_native_tools,
@@ -179,7 +188,9 @@ class VLLMBackbone(BackboneBase):
         converted_dir: str | Path | None = None,
         tools_template: str | None = None,
         resources: dict[str, int | bool] | None = None,
+        prompt_overflow: str = "shorten_reply",
     ) -> None:
+        self.prompt_overflow = check_overflow(prompt_overflow)
         # resources: what one job with this engine takes from a cluster ({gpus, cpus,
         # share_gpus}); read by the launchers and the placement check (memarena.launch), not here
         self.resources = dict(resources or {})
@@ -217,6 +228,7 @@ class VLLMBackbone(BackboneBase):
         if chat_template or kwargs not in _DEFAULT_TEMPLATE_KWARGS:
             extra = json.dumps([chat_template, kwargs], sort_keys=True)
             cache_model += ":" + hashlib.sha256(extra.encode()).hexdigest()[:12]
+        cache_model += overflow_identity(self.prompt_overflow)
         super().__init__(
             name=name or Path(self.model_ref).name,
             cache_model=cache_model,
@@ -307,11 +319,16 @@ class VLLMBackbone(BackboneBase):
         # the template already holds the special tokens (BOS where the model has one)
         return list(self.tokenizer.encode(self.render_prompt(request), add_special_tokens=False))
 
-    def _fit(self, ids: list[int], max_tokens: int) -> list[int]:
-        if self.context_limit and len(ids) + max_tokens > self.context_limit:
-            self.record_fallback("prompt_truncated", f"prompt of {len(ids)} tokens cut on the left")
-            return ids[-max(1, self.context_limit - max_tokens) :]
-        return ids
+    def fit(self, request: ChatRequest) -> Fit:
+        """The request's prompt ids and reply cap fitted into the context
+        (``prompt_overflow``; a choice's cap is never lowered)."""
+        return fit_prompt(
+            self.encode_prompt(request),
+            self._max_tokens(request),
+            self.context_limit,
+            self.prompt_overflow,
+            shortenable=request.choices is None,
+        )
 
     # -- sampling parameters ----------------------------------------------------------------
     def _max_tokens(self, request: ChatRequest) -> int:
@@ -345,26 +362,27 @@ class VLLMBackbone(BackboneBase):
     def _generate(self, requests: list[ChatRequest]) -> list[Completion]:
         if self.llm is None:
             raise RuntimeError(f"{self.name}: generate on a closed VLLMBackbone")
-        prompts: list[dict[str, list[int]]] = []
-        params: list[Any] = []
-        for request in requests:
-            max_tokens = self._max_tokens(request)
-            prompts.append({"prompt_token_ids": self._fit(self.encode_prompt(request), max_tokens)})
-            params.append(self.sampling_params(request, max_tokens))
-        outputs = self.llm.generate(prompts, params, use_tqdm=False)
+        fits = [self.fit(request) for request in requests]
+        sent = [(r, f) for r, f in zip(requests, fits, strict=True) if not f.refused]
+        prompts = [{"prompt_token_ids": f.ids} for _, f in sent]
+        params = [self.sampling_params(r, f.max_tokens) for r, f in sent]
+        outputs = iter(self.llm.generate(prompts, params, use_tqdm=False) if sent else [])
         return [
-            self._finish(request, output, len(prompt["prompt_token_ids"]))
-            for request, output, prompt in zip(requests, outputs, prompts, strict=True)
+            refusal(f, self.context_limit or 0, self.name)
+            if f.refused
+            else self._finish(request, next(outputs), f)
+            for request, f in zip(requests, fits, strict=True)
         ]
 
-    def _finish(self, request: ChatRequest, output: Any, sent_tokens: int) -> Completion:
+    def _finish(self, request: ChatRequest, output: Any, fit: Fit) -> Completion:
         sample = output.outputs[0]
         prompt_ids = getattr(output, "prompt_token_ids", None)
-        prompt_tokens = len(prompt_ids) if prompt_ids is not None else sent_tokens
+        prompt_tokens = len(prompt_ids) if prompt_ids is not None else len(fit.ids or ())
         completion = Completion(
             text=sample.text,
             prompt_tokens=prompt_tokens,
             completion_tokens=len(sample.token_ids),
+            prompt_fit=fit.event,
         )
         if request.choices is None:
             return completion  # JSON is checked against its schema by BackboneBase

@@ -12,7 +12,10 @@ nothing, or whose LLM answers mostly fell back) and a ``train_test_overlap`` (a 
 on tasks whose id or goal is a test task's: MemCo's PDDL lists, ``env.train_source=problems``;
 how many test tasks: ``train_test_overlap_tasks``), ``errors`` (episodes that ended with status
 error: ``n_errors`` in evaluation, ``acquisition_errors`` while acquiring) and ``timeouts``
-(episodes cut by ``protocol.episode_timeout_s``: ``n_timeouts``). ``run_fingerprint`` digests
+(episodes cut by ``protocol.episode_timeout_s``: ``n_timeouts``), ``prompt_truncated`` (an
+agent prompt, in evaluation or acquisition, whose head the backbone cut to fit the context:
+``backbone.prompt_overflow=cut_left``) and ``prompt_too_long`` (episodes ended because the
+agent's prompt did not fit the context). ``run_fingerprint`` digests
 what the run did and remembered (:func:`memarena.results.metrics.behaviour_fingerprint`): seeds
 with equal fingerprints are one run repeated.
 
@@ -38,7 +41,7 @@ from memarena.pipeline.build import Parts
 from memarena.pipeline.tasks import cap_tasks
 from memarena.results import store as files
 from memarena.results.collect import backbone_key
-from memarena.results.metrics import behaviour_fingerprint, compute_metrics
+from memarena.results.metrics import behaviour_fingerprint, compute_metrics, prompt_fit_counts
 from memarena.results.records import EpisodeRecord, latest
 
 # a learning memory whose LLM answers fell back more often than this is flagged degenerate
@@ -68,6 +71,7 @@ def acquisition_cost(
         "acquisition_memory_tokens": memory_tokens,
         "acquisition_llm_calls_per_task": (agent_requests + memory_requests) / tasks,
         "acquisition_tokens_per_task": (agent_tokens + memory_tokens) / tasks,
+        **{f"acquisition_{k}": n for k, n in prompt_fit_counts(records).items()},
     }
 
 
@@ -169,6 +173,9 @@ def flags_of(parts: Parts, metrics: dict[str, Any], paper_backbone: bool = True)
         out.append("errors")
     if metrics.get("n_timeouts"):
         out.append("timeouts")
+    for kind in ("prompt_truncated", "prompt_too_long"):
+        if metrics.get(kind) or metrics.get(f"acquisition_{kind}"):
+            out.append(kind)
     return out
 
 

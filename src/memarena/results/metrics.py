@@ -32,6 +32,11 @@ Definitions (every evaluated episode counts, errors included, as a failure):
 - ``replies_at_cap``: the agent's free-text replies whose length reached the reply cap
   (cut by it, e.g. a thinking model's reasoning; the runner's ``details["replies_at_cap"]``
   of each episode, 0 for a non-LLM agent), and ``replies_at_cap_rate`` = that / steps;
+- ``prompt_truncated`` / ``reply_shortened``: the agent's requests whose prompt the backbone
+  cut on the left, or sent whole with a lower reply cap, to fit the model's context
+  (``backbone.prompt_overflow``; the runner's ``details`` of each episode), and
+  ``prompt_too_long``: episodes that ended because the agent's prompt did not fit at all
+  (status ``prompt_too_long``; :mod:`memarena.llm.context_fit`);
 - ``helper_turns``: steps whose action the released agent loop's stuck-solver helper chose
   (``protocol.agent_loop`` gmemory_autogen / memco_autogen; 0 otherwise), and
   ``helper_turns_per_episode``;
@@ -125,6 +130,7 @@ def compute_metrics(
         "replies_at_cap": sum(int((r.details or {}).get("replies_at_cap", 0)) for r in recs),
     }
     out["replies_at_cap_rate"] = out["replies_at_cap"] / max(sum(int(r.steps) for r in recs), 1)
+    out.update(prompt_fit_counts(recs))
     # the released agent loop's stuck-solver helper (protocol.agent_loop): steps it chose
     out["helper_turns"] = sum(int(r.helper_turns) for r in recs)
     out["helper_turns_per_episode"] = out["helper_turns"] / n
@@ -145,6 +151,17 @@ def compute_metrics(
                 groups[str(value)].append(r)
         if len(groups) > 1 or (key == "agent" and groups):
             out[name] = {g: _group(rs) for g, rs in sorted(groups.items())}
+    return out
+
+
+def prompt_fit_counts(records: Sequence[EpisodeRecord]) -> dict[str, int]:
+    """The agent's prompts fitted into the context (``prompt_truncated``, ``reply_shortened``
+    requests) and the episodes refused for one (``prompt_too_long``)."""
+    out = {
+        kind: sum(int((r.details or {}).get(kind, 0)) for r in records)
+        for kind in ("prompt_truncated", "reply_shortened")
+    }
+    out["prompt_too_long"] = sum(r.status == "prompt_too_long" for r in records)
     return out
 
 

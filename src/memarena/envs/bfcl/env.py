@@ -20,6 +20,13 @@ Turn handling follows the package's handler: a reply that decodes into no calls 
 package's MAXIMUM_STEP_LIMIT=20 force quit). ``call_format`` picks the action format the prompt
 asks for (Python call lists or Qwen/Hermes ``<tool_call>`` blocks); replies in either format
 (or OpenAI-style JSON calls) are accepted whatever it is.
+
+Scoring (``empty_turns``) follows the package's evaluator on the turns a harness delivers:
+``drop`` (ReMe's released ``extract_multi_turn_responses``: a turn without calls is left out,
+so a task with fewer delivered turns than ground-truth turns fails as force-terminated, even
+where that turn's ground truth is empty: multi_turn_base 167 and 180 for a perfect agent) or
+``keep`` (gorilla's own inference: every turn reached, an empty turn passes where the ground
+truth is empty).
 """
 
 from __future__ import annotations
@@ -36,7 +43,7 @@ from memarena.core.errors import ConfigError
 from memarena.core.tool_calls import bfcl_tools
 from memarena.core.types import Task
 from memarena.envs.bfcl.data import CATEGORIES, index_of, load_category
-from memarena.envs.bfcl.episode import BfclEpisode
+from memarena.envs.bfcl.episode import EMPTY_TURNS, BfclEpisode
 from memarena.envs.bfcl.prompts import (
     ACTION_FORMATS,
     DOC_FORMATS,
@@ -81,6 +88,8 @@ class BfclEnv(Env):
             package's 20); None for no limit.
         call_format: the action format the prompt asks for, ``python`` or ``tool_call``.
         doc_format: function documents as the package's ``json`` or ``compact`` signatures.
+        empty_turns: which turns the verdict receives, ``drop`` (ReMe's released scoring: a
+            turn without calls is left out) or ``keep`` (gorilla's inference: all reached).
         require_data: accepted for paper experiments; always met (the package ships the data).
         thinking: the agent's backbone thinks (Qwen3 ``enable_thinking``); only picks the
             reply cap. None counts as False.
@@ -100,6 +109,7 @@ class BfclEnv(Env):
         turn_step_limit: int | None = 20,
         call_format: str = "python",
         doc_format: str = "json",
+        empty_turns: str = "drop",
         require_data: bool = False,
         thinking: bool | None = False,
         max_tokens: int = MAX_TOKENS,
@@ -158,6 +168,13 @@ class BfclEnv(Env):
                 f"memarena: env.doc_format={doc_format!r} is not valid; valid: {list(DOC_FORMATS)}."
             )
         self.doc_format = str(doc_format)
+        if empty_turns not in EMPTY_TURNS:
+            raise ConfigError(
+                f"memarena: env.empty_turns={empty_turns!r} is not valid; valid: "
+                f"{list(EMPTY_TURNS)} (drop: ReMe's released scoring leaves out turns without "
+                "calls; keep: gorilla's inference keeps every turn)."
+            )
+        self.empty_turns = str(empty_turns)
         self._tasks: dict[str, list[Task]] = {}
 
     def _split(self, category: str) -> dict[str, list[dict[str, Any]]]:
@@ -226,6 +243,7 @@ class BfclEnv(Env):
             turn_step_limit=self.turn_step_limit,
             call_format=self.call_format,
             doc_format=self.doc_format,
+            empty_turns=self.empty_turns,
         )
 
     def close(self) -> None:

@@ -15,9 +15,13 @@
   no calls (text to the user) ends the turn when ``text_ends_turn`` is set (feedback
   ``text_reply``), and more than ``turn_step_limit`` steps within one turn end the episode
   (feedback ``turn_step_limit``; the package force-quits after 20).
-- Success: the package's ``multi_turn_checker`` on the executed call lists of every turn
-  (steps that executed nothing are left out, as the package's evaluator does). Progress: the
-  fraction of turns whose prefix passes the checker, computed at each turn end.
+- Success: the verdict of the package's evaluator (``eval_runner.multi_turn_runner``) on the
+  executed call lists: steps that executed nothing are left out; the turns it receives are
+  those ``empty_turns`` gives (``drop``: ReMe's released extraction leaves out every turn
+  without calls; ``keep``: every turn reached, as gorilla's own inference records them); fewer
+  turns than the ground truth fail the task as ``multi_turn:force_terminated`` (the runner's
+  turn-count check), else ``multi_turn_checker`` decides. Progress: the fraction of turns
+  whose prefix passes the checker (every turn kept), computed at each turn end.
 - Feedback: a parse error or an unknown function gives ``invalid_action`` (nothing runs); a
   step whose every call fails in the API gives ``execution_error``; ``state_changed`` compares
   the API instances' public state before and after.
@@ -41,6 +45,10 @@ from memarena.envs.bfcl.prompts import RELEASE_MESSAGE, render_functions
 NEXT = "NEXT"
 DONE_MESSAGE = "The conversation is over; no further actions are taken."
 ERROR_PREFIX = "Error during execution"
+# which turns the scorer receives (env.empty_turns): drop = ReMe's extract_multi_turn_responses
+# (a turn without calls is left out), keep = gorilla's inference (every turn reached)
+EMPTY_TURNS = ("drop", "keep")
+FORCE_TERMINATED = "multi_turn:force_terminated"
 _counter = itertools.count()
 
 
@@ -230,11 +238,37 @@ def _forget(prefix: str) -> None:
         del cache[key]
 
 
+def delivered_turns(
+    calls: list[list[list[str]]], reached: int, empty_turns: str
+) -> list[list[list[str]]]:
+    """The executed call lists per turn as the scorer receives them: the first ``reached``
+    turns, less every turn without calls under ``empty_turns="drop"``."""
+    turns = calls[:reached]
+    if empty_turns == "drop":
+        return [turn for turn in turns if turn]
+    return turns
+
+
+def turn_count_verdict(delivered: int, expected: int) -> dict[str, Any] | None:
+    """The package runner's check before its checker: a result with another number of turns
+    than the ground truth fails the task as force-terminated (None: the counts agree)."""
+    if delivered == expected:
+        return None
+    return {
+        "valid": False,
+        "error_type": FORCE_TERMINATED,
+        "error_message": (
+            f"{delivered} turns with calls were delivered for {expected} ground-truth turns"
+        ),
+    }
+
+
 class BfclEpisode(Episode):
     """One task. ``text_ends_turn``: a reply that decodes into no calls ends the turn (as the
     package's handler does) instead of being an invalid action. ``turn_step_limit``: the
     episode ends once the steps within one turn exceed it (None: no limit). ``call_format``
-    (``python`` | ``tool_call``) only picks the format named in error hints."""
+    (``python`` | ``tool_call``) only picks the format named in error hints. ``empty_turns``
+    (``drop`` | ``keep``): which turns the final verdict receives (see the module docstring)."""
 
     def __init__(
         self,
@@ -245,7 +279,11 @@ class BfclEpisode(Episode):
         turn_step_limit: int | None = 20,
         call_format: str = "python",
         doc_format: str = "json",
+        empty_turns: str = "drop",
     ) -> None:
+        if empty_turns not in EMPTY_TURNS:
+            raise ValueError(f"empty_turns={empty_turns!r}; valid: {list(EMPTY_TURNS)}")
+        self.empty_turns = empty_turns
         self.task = task
         self.doc_format = doc_format
         p = task.payload
@@ -299,7 +337,11 @@ class BfclEpisode(Episode):
         )
 
     def _check(self, n_turns: int) -> dict[str, Any]:
-        """The package's checker on the first ``n_turns`` turns (fresh instances per call)."""
+        """The package's checker on the first ``n_turns`` turns, every turn kept."""
+        return self._checker(self.calls[:n_turns], self.ground_truth[:n_turns])
+
+    def _checker(self, turns: list[list[list[str]]], truth: list[list[str]]) -> dict[str, Any]:
+        """``multi_turn_checker`` on ``turns`` against ``truth`` (fresh instances per call)."""
         from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker import multi_turn_checker
 
         name = f"{self.model_name}_check{next(_counter)}"
@@ -309,13 +351,19 @@ class BfclEpisode(Episode):
             "involved_classes": self.classes,
         }
         try:
-            return multi_turn_checker(
-                self.calls[:n_turns], self.ground_truth[:n_turns], entry, self.category, name
-            )
+            return multi_turn_checker(turns, truth, entry, self.category, name)
         except Exception as exc:  # the checker asserts on malformed states
             return {"valid": False, "error_type": "checker_exception", "error_message": str(exc)}
         finally:
             _forget(name)
+
+    def _score(self) -> dict[str, Any]:
+        """The final verdict, as the package's runner gives it: the turns ``empty_turns``
+        delivers, the turn-count check, then the checker on every turn."""
+        reached = len(self.turns) if self.turn >= len(self.turns) else self.turn + 1
+        turns = delivered_turns(self.calls, reached, self.empty_turns)
+        short = turn_count_verdict(len(turns), len(self.ground_truth))
+        return short or self._checker(turns, self.ground_truth)
 
     # -- observations ----------------------------------------------------------------------------
     def _goal(self) -> str:
@@ -430,7 +478,7 @@ class BfclEpisode(Episode):
         return self._result(text, "next", fb or Feedback(True, True, None))
 
     def _finish(self) -> None:
-        self.verdict = self._check(len(self.turns))
+        self.verdict = self._score()
         self.success = bool(self.verdict.get("valid"))
         if self.success:
             self.progress = 1.0

@@ -479,8 +479,8 @@ def fit_trajectory(
     cut. The full text when it fits; else every text cut to the largest common length that
     fits (at least :data:`MIN_PIECE_CHARS`: long observations lose their tails first, every
     step stays); else, at that length, the most steps :func:`kept_steps` can show. A text
-    given as a string loses its middle. What still does not fit is left to the engine's own
-    left cut (``prompt_truncated``)."""
+    given as a string loses its middle. What still does not fit is left to the engine's
+    ``backbone.prompt_overflow`` (:mod:`memarena.llm.context_fit`)."""
     room = max(0, int(room))
     if isinstance(trajectory, str):
         if len(trajectory) <= room:

@@ -102,13 +102,15 @@ DELTAS = {"table2": ("none", "gain_vs_none"), "table4": ("reme", "delta_vs_reme"
 # BFCL multi-turn checker error types (bfcl_eval 2025.8.6: eval_checker/multi_turn_eval/
 # multi_turn_checker.py and eval_runner.py) -> readable failure categories of Figure 5(b)
 STEP_LIMIT = "step limit (turns not reached)"
+OMISSION = "action omission (empty turn)"
+FORCE_TERMINATED = "multi_turn:force_terminated"
 ERROR_CATEGORIES = {
     "multi_turn:instance_state_mismatch": "state mismatch (wrong or missing action)",
     "multi_turn:execution_response_mismatch": "wrong response",
-    "multi_turn:empty_turn_model_response": "action omission (empty turn)",
+    "multi_turn:empty_turn_model_response": OMISSION,
     "multi_turn:method_invoke_order_mismatch": "wrong call order",
     "multi_turn:irrelevance_error:decoder_success": "acted on an irrelevant turn",
-    "multi_turn:force_terminated": STEP_LIMIT,
+    FORCE_TERMINATED: STEP_LIMIT,
     "multi_turn:inference_error": "inference error",
     "checker_exception": "checker exception",
 }
@@ -452,7 +454,9 @@ def failure_category(episode: EpisodeRecord) -> str:
     """Readable failure category of one failed BFCL episode: ``episode error`` (status error),
     :data:`STEP_LIMIT` (the run ended before the last turn: status ``budget``, fewer
     ``turns_done`` than ``turns``, or the checker's force_terminated), else the checker error
-    type mapped by :data:`ERROR_CATEGORIES` (unmapped types stay raw; none: ``unknown``)."""
+    type mapped by :data:`ERROR_CATEGORIES` (unmapped types stay raw; none: ``unknown``). A
+    force_terminated episode that played every turn is :data:`OMISSION`: ReMe's scoring
+    (``env.empty_turns=drop``) left out a turn in which the agent made no call."""
     if episode.status == "error":
         return "episode error"
     details = episode.details or {}
@@ -462,6 +466,10 @@ def failure_category(episode: EpisodeRecord) -> str:
         return STEP_LIMIT
     if not error:
         return "unknown"
+    if error == FORCE_TERMINATED and done is not None and done == turns:
+        # every turn was played: the scorer got fewer turns because one without calls was
+        # left out (env.empty_turns=drop, ReMe's released scoring)
+        return OMISSION
     return ERROR_CATEGORIES.get(str(error), str(error))
 
 
