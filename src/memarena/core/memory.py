@@ -466,6 +466,15 @@ class MemoryMethod:
             )
         self.load_state_dict(state)
 
+    def import_released(self, path: Path) -> None:
+        """Fill this memory from a file a paper's authors released (``protocol.snapshot_from``
+        naming a file, e.g. ReMe's experience pools); the pipeline then saves it as a snapshot.
+        A method without such a reader refuses, naming the key."""
+        raise ConfigError(
+            f"memarena: protocol.snapshot_from={path} names a file, and method={self.name} reads "
+            "no released memory file; give a run directory or an experiment name instead."
+        )
+
     def state_dict(self) -> dict[str, Any]:
         """The memory as JSON values (see :meth:`save`)."""
         return {}

@@ -8,6 +8,7 @@ misspelled key never costs a model load or an env set-up. Parts are built with
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import logging
 import time
@@ -99,15 +100,21 @@ def build_part(node: DictConfig, **kwargs: Any) -> Any:
         raise
 
 
-def snapshot_source(cfg: DictConfig, value: str | None) -> Path | None:
+def snapshot_source(
+    cfg: DictConfig, value: str | None, memory: MemoryMethod | None = None
+) -> Path | None:
     """``protocol.snapshot_from`` as a folder: an experiment name is this cell's run in that
     experiment (same env, method, backbone and seed, no ablation) in the results layout; a
-    value with a ``/`` is a run directory or its ``memory/`` folder. A snapshot acquired on
-    another env than ``cfg.env.name`` is refused."""
+    value with a ``/`` is a run directory or its ``memory/`` folder, or a file a paper's
+    authors released (ReMe's pools), converted by ``memory`` into a snapshot once
+    (:func:`released_snapshot`). A snapshot acquired on another env than ``cfg.env.name`` is
+    refused."""
     if not value:
         return None
     text = str(value)
     base = Path(text).expanduser() if "/" in text else run_dir(cfg, text, ablation=None)
+    if base.is_file() and memory is not None:
+        base = released_snapshot(cfg, base, memory)
     for folder in (base / files.MEMORY_DIR, base):
         if (folder / files.SNAPSHOT_DONE).exists():
             verify_snapshot(folder)
@@ -127,6 +134,31 @@ def snapshot_source(cfg: DictConfig, value: str | None) -> Path | None:
         f"{base / files.MEMORY_DIR} ({files.SNAPSHOT_DONE} missing). Run that experiment first "
         "(same env, method, backbone and seed), or unset protocol.snapshot_from."
     )
+
+
+def released_snapshot(cfg: DictConfig, path: Path, memory: MemoryMethod) -> Path:
+    """A released memory file as a snapshot folder of this method, written once under
+    ``paths.cache_dir/released_memory`` (named by the file's and the settings' sha256, so a
+    changed file or setting converts again); its marker names the source file and its sha256.
+    ``memory`` reads the file (:meth:`MemoryMethod.import_released`) and is left holding it."""
+    source_sha = files.file_sha256(path)
+    settings_sha = hashlib.sha256(
+        json.dumps(memory.settings.to_dict(), sort_keys=True, default=str).encode()
+    ).hexdigest()
+    folder = (
+        Path(cfg.paths.cache_dir).expanduser() / "released_memory" / memory.name
+        / f"{path.stem}-{source_sha[:12]}-{settings_sha[:8]}"
+    )  # fmt: skip
+    if not (folder / files.SNAPSHOT_DONE).exists():
+        memory.import_released(path)
+        memory.save(folder)
+        files.mark_complete(
+            folder,
+            {"method": memory.name, "env": cfg.env.name, "memory_size": memory.size(),
+             "released_file": str(path), "released_sha256": source_sha},
+        )  # fmt: skip
+        log.info("protocol.snapshot_from=%s: converted into the snapshot %s", path, folder)
+    return folder
 
 
 def snapshot_env(folder: Path) -> str | None:
@@ -258,7 +290,7 @@ def build(
             lambda: build_part(cfg.method, services=services, env_name=cfg.env.name), memory
         )
     # a method without memory (none, icl) has no snapshot to start from
-    snapshot = snapshot_source(cfg, protocol.snapshot_from) if memory.learns else None
+    snapshot = snapshot_source(cfg, protocol.snapshot_from, memory) if memory.learns else None
     store = RunStore(run_dir(cfg))
     fresh = store.is_empty()  # nothing here before this invocation: removed if the build fails
     holding = contextlib.ExitStack()

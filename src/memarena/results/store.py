@@ -343,10 +343,7 @@ class RunStore:
 
     def mark_snapshot_complete(self, info: dict[str, Any], folder: Path | None = None) -> None:
         """Mark a written snapshot complete, with the sha256 of its ``memory.json``."""
-        folder = folder or self.memory_dir
-        folder.mkdir(parents=True, exist_ok=True)
-        body = {**info, "sha256": _sha256(folder / SNAPSHOT_FILE)}
-        (folder / SNAPSHOT_DONE).write_text(json.dumps(body) + "\n")
+        mark_complete(folder or self.memory_dir, info)
 
 
 CODE_KEYS = ("git_commit", "git_dirty", "git_diff_sha256")
@@ -381,7 +378,7 @@ def snapshot_sha256(folder: Path) -> str:
     """The sha256 of a complete snapshot's ``memory.json``: its marker's (checked by
     :func:`verify_snapshot`), computed for a marker without one."""
     recorded = snapshot_marker(folder).get("sha256")
-    return recorded if isinstance(recorded, str) and recorded else _sha256(folder / SNAPSHOT_FILE)
+    return recorded if isinstance(recorded, str) and recorded else file_sha256(folder / SNAPSHOT_FILE)
 
 
 def snapshot_marker(folder: Path) -> dict[str, Any]:
@@ -409,15 +406,25 @@ def verify_snapshot(folder: Path) -> None:
         expected = json.loads(marker.read_text()).get("sha256")
     except (OSError, ValueError) as err:
         raise ConfigError(f"memarena: {marker} is corrupt ({err}). {fix}") from None
-    if expected is not None and expected != _sha256(data):
+    if expected is not None and expected != file_sha256(data):
         raise ConfigError(
             f"memarena: {data} does not match its checksum in {marker} (changed or corrupt "
             f"after it was written). {fix}"
         )
 
 
-def _sha256(path: Path) -> str:
+def mark_complete(folder: Path, info: dict[str, Any]) -> None:
+    """Mark the snapshot written in ``folder`` complete, with ``info`` and the sha256 of its
+    ``memory.json``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    body = {**info, "sha256": file_sha256(folder / SNAPSHOT_FILE)}
+    (folder / SNAPSHOT_DONE).write_text(json.dumps(body) + "\n")
+
+
+def file_sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
 
 
 def _differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:

@@ -85,6 +85,7 @@ class Experience:
     generalized_query: str = ""
     retrievals: int = 0  # f
     utility: int = 0  # u
+    released: dict[str, Any] = field(default_factory=dict)  # a released pool's line, whole
 
     def key_text(self, key: str) -> str:
         if key == "usage_scenario":
@@ -112,6 +113,14 @@ class Experience:
     @staticmethod
     def from_dict(d: dict[str, Any]) -> Experience:
         return Experience(**d)
+
+    def to_released(self) -> dict[str, Any]:
+        """The released pool's line this experience came from, with its counts as they are
+        now (``metadata.freq`` / ``metadata.utility``)."""
+        line = dict(self.released)
+        line["metadata"] = {**line.get("metadata", {}), "freq": self.retrievals,
+                            "utility": self.utility}  # fmt: skip
+        return line
 
 
 class ExperiencePool:

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -70,6 +71,7 @@ from memarena.memory.reme.experience import (
     ExperiencePool,
     query_keywords,
 )
+from memarena.memory.reme.released import read_pool
 from memarena.memory.reme.settings import ReMeSettings
 from memarena.memory.vectors import QueryEncoder
 
@@ -584,6 +586,14 @@ class ReMe(MemoryMethod):
 
     def _count_fallback(self, kind: str) -> None:
         self.fallbacks[kind] = self.fallbacks.get(kind, 0) + 1
+
+    def import_released(self, path: Path) -> None:
+        """A pool ReMe's authors released (:mod:`.released`) as this memory's pool, every
+        field kept; evaluation retrieves from it as from an acquired one."""
+        experiences = read_pool(path)
+        self.pool.remove(list(self.pool.items))
+        self.pool.add_many(experiences)
+        self.pool.next_id = len(experiences) + 1
 
     def state_dict(self) -> dict[str, Any]:
         """JSON values; the pool's retrieval-key and content embeddings are stored with it
