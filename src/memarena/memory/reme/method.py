@@ -112,6 +112,7 @@ class ReMe(MemoryMethod):
         self.retry_lessons, self.retry_context = s.retry_lessons, s.retry_context
         self.retry_without_lessons = s.retry_without_lessons
         self.retry_success_adds = s.retry_success_adds
+        self.summarize_last_trial = s.summarize_last_trial
         self.deletion = s.deletion
         self.alpha, self.beta = s.delete_min_retrievals, float(s.delete_max_utility)
         self.delete_strict = s.delete_strict
@@ -137,9 +138,13 @@ class ReMe(MemoryMethod):
             "reflection_attempts": 0,
             "reflection_successes": 0,
             "trials": 0,  # evaluation trials observed (retries included): the deletion clock
+            "last_trial_summaries": 0,  # last failed trials analysed under selective addition
         }
         self.shown: dict[str, MemoryContext] = {}  # task id -> context given at retrieval
         self.lessons: dict[str, list[Experience]] = {}  # task id -> lessons of its retry
+        # task id -> what its failed trial's summary added under full addition: the lessons of
+        # its next trial (reme_ai's summary_task_memory returns what it inserted)
+        self.added_lessons: dict[str, list[Experience]] = {}
 
     # -- LLM plumbing --------------------------------------------------------------------------
     def _ask(self, purpose: str, requests: list[ChatRequest]) -> list[Any]:
@@ -413,15 +418,36 @@ class ReMe(MemoryMethod):
     # -- refinement ----------------------------------------------------------------------------
     def _refine(self, pairs: list[Pair]) -> None:
         """f and u of what each task was shown, selective or full addition (one batch), then
-        the deletion schedule (``delete_every`` trials, or the touched ones after the update)."""
+        the deletion schedule (``delete_every`` trials, or the touched ones after the update).
+        Under full addition a failed trial's summary, once added, is also the lessons of its
+        retry; under selective addition a failed trial no retry follows is analysed and its
+        lessons dropped (``summarize_last_trial``)."""
         touched = self._count_recalls(pairs)
         if self.deletion and self.delete_every is None:
             self.delete_low_utility(touched)
         wanted = [p for p in pairs if p[1].success or self.addition == "full"]
-        self._distil([job for pair in wanted for job in self._analyses([pair])])
+        added = self._distil([job for pair in wanted for job in self._analyses([pair])])
+        failed = [p for p in pairs if not p[1].success]
+        if self.addition == "full" and self.max_reflections > 0:
+            self._keep_added_lessons(failed, added)
+        elif self.addition == "selective" and self.max_reflections == 0:
+            self._summarize_last(failed)
         if self.generalize_queries:
             self._generalize([t for t, _ in wanted])
         self._count_trials(len(pairs))
+
+    def _keep_added_lessons(self, failed: list[Pair], added: list[Experience]) -> None:
+        """Full addition: what each failed trial's summary added, kept as its retry's lessons."""
+        for trajectory, _ in failed:
+            tid = trajectory.task.id
+            self.added_lessons[tid] = [e for e in added if e.source_task == tid]
+
+    def _summarize_last(self, failed: list[Pair]) -> None:
+        """Selective addition: a task's last failed trial is analysed and judged as ReMe's agent
+        summarises every trial, and its lessons are dropped (only successes are added)."""
+        if self.summarize_last_trial and failed:
+            self._analysed_failures(failed)
+            self.counts["last_trial_summaries"] += len(failed)
 
     def _count_recalls(self, pairs: list[Pair]) -> set[str]:
         """f += 1 for every experience a trial was shown, u += 1 when the trial succeeded
@@ -477,6 +503,8 @@ class ReMe(MemoryMethod):
             found = self._failure_lessons(failures)
         else:
             found = self._reflection_lessons(failures, attempt)
+            for trajectory, _ in failures:
+                self.added_lessons.pop(trajectory.task.id, None)
         contexts: dict[int, MemoryContext | None] = {}
         fresh: list[int] = []
         for i, ((trajectory, _), lessons) in enumerate(zip(failures, found, strict=True)):
@@ -508,14 +536,29 @@ class ReMe(MemoryMethod):
 
     def _failure_lessons(self, failures: list[Pair]) -> list[list[Experience]]:
         """Each failed trial's failure analysis after the judge and the dedup (the lessons
-        ReMe's agents show the next trial; bfcl_agent.py summary_memory)."""
+        ReMe's agents show the next trial; bfcl_agent.py summary_memory). Under full addition
+        the analysis was made, and added, when the trial was observed: those are its lessons."""
+        todo = [p for p in failures if p[0].task.id not in self.added_lessons]
+        analysed = iter(self._analysed_failures(todo))
+        out: list[list[Experience]] = []
+        for trajectory, _ in failures:
+            found = self.added_lessons.pop(trajectory.task.id, None)
+            lessons = next(analysed) if found is None else found
+            out.append([replace_kind(e, "reflection") for e in lessons])
+        return out
+
+    def _analysed_failures(self, failures: list[Pair]) -> list[list[Experience]]:
+        """Each failed trial's failure analysis, judged and deduplicated against the pool on its
+        own, nothing added."""
+        if not failures:
+            return []
         # counted as the purpose reflect (the lessons of a retry), asked as the failure analysis
         jobs = [job for pair in failures for job in self._analyses([pair], "reflect")]
         judged = self._validated(self._summaries(jobs, "reflect"))  # one batched call each
         out: list[list[Experience]] = []
         for trajectory, _ in failures:  # each trial's summary is deduplicated on its own
             kept, _ = self._unique([e for e in judged if e.source_task == trajectory.task.id])
-            out.append([replace_kind(e, "reflection") for e in kept])
+            out.append(kept)
         return out
 
     def _reflection_lessons(self, failures: list[Pair], attempt: int) -> list[list[Experience]]:
@@ -550,8 +593,12 @@ class ReMe(MemoryMethod):
         """A retry is a trial: it counts the recalls of a fresh retrieval (a context without
         lessons) and ticks the deletion clock. A successful retry adds the summary of the retry
         (``retry_success_adds: retry_summary``, ReMe's agents) or its lessons (``lessons``,
-        the paper's text), judged and deduplicated; a failed one adds nothing."""
+        the paper's text), judged and deduplicated. A failed one adds nothing under selective
+        addition (its analysis comes with the next ``reflect``; after the last retry it is
+        made and dropped, ``summarize_last_trial``); under full addition its summary is added
+        and is the next retry's lessons."""
         self.counts["reflection_attempts"] += 1  # counted here, so a replay on resume counts too
+        self.added_lessons.pop(trajectory.task.id, None)
         lessons = self.lessons.pop(trajectory.task.id, None)
         if lessons is None:  # a replay on resume: rebuild the lessons from the stored context
             lessons = _lessons_from(context, trajectory)
@@ -565,6 +612,15 @@ class ReMe(MemoryMethod):
                 added = self._admit(lessons) if lessons else []
             if self.generalize_queries and added:
                 self._generalize([trajectory])
+        elif self.addition == "full":
+            pair = (trajectory, outcome)
+            added = self._distil(self._analyses([pair]))
+            if attempt < self.max_reflections:
+                self._keep_added_lessons([pair], added)
+            if self.generalize_queries and added:
+                self._generalize([trajectory])
+        elif attempt >= self.max_reflections:
+            self._summarize_last([(trajectory, outcome)])
         self._count_trials(1)
 
     # -- reporting and snapshots ---------------------------------------------------------------
@@ -579,6 +635,7 @@ class ReMe(MemoryMethod):
             "memory_duplicates": self.counts["duplicates"],
             "reflection_attempts": self.counts["reflection_attempts"],
             "reflection_successes": self.counts["reflection_successes"],
+            "memory_last_trial_summaries": self.counts["last_trial_summaries"],
         }
 
     def size(self) -> int:

@@ -59,7 +59,13 @@ class ReMeSettings(MethodSettings):
     rerank_pool: Count = 10
     rewrite: bool = False
     # -- refinement (Section 3.4)
-    addition: Literal["selective", "full"] = "selective"
+    # selective: only a successful trial's summary enters the pool (reme2's add_task_memory, which
+    # ReMe's BFCL agent calls on reward 1: the service its 26cb5ca6 quickstart runs); full: every
+    # trial's summary enters, failed trials and retries included (reme_ai's summary_task_memory
+    # ends by inserting what it distilled; the paper's "full addition", Table 3 row 1)
+    addition: Literal["selective", "full"] = reading(
+        "selective", released="selective", paper="selective", reme_ai_released="full"
+    )
     reflection: bool = True
     max_reflections: Count = 3
     retry_lessons: Literal["failure_analysis", "reflect"] = reading(
@@ -74,6 +80,11 @@ class ReMeSettings(MethodSettings):
     retry_success_adds: Literal["retry_summary", "lessons"] = reading(
         "retry_summary", released="retry_summary", paper="lessons"
     )
+    # the last trial of a task that failed every trial is analysed and judged as every trial is
+    # (bfcl_agent.py summarises each trial while adding is on): under selective addition its
+    # lessons are then dropped (calls spent, nothing added), under full they enter the pool;
+    # false: nothing is asked after the last trial (memarena's earlier reading)
+    summarize_last_trial: bool = reading(True, released=True, memarena=False)
     deletion: bool = True
     delete_min_retrievals: Count = 5  # alpha
     delete_max_utility: float = 0.5  # beta
