@@ -6,6 +6,7 @@ every field and the usage counts survive a round trip."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from doubles import FakeLLM
@@ -81,3 +82,52 @@ def test_a_file_that_is_not_a_pool_is_refused(tmp_path):
     bad.write_text(json.dumps({"memory_id": "x", "content": "c"}) + "\n")
     with pytest.raises(ConfigError, match="lacks \\['when_to_use'\\]"):
         read_pool(bad)
+
+
+def test_a_missing_released_file_says_where_the_pools_come_from(tmp_path):
+    missing = tmp_path / "bfcl_qwen3_8b.jsonl"
+    cfg = compose_cfg(["method=reme", "env=bfcl", f"paths.cache_dir={tmp_path / 'cache'}"])
+    with pytest.raises(ConfigError, match="no such file.*docs/library/paper_data/task/bfcl_qwen3"):
+        snapshot_source(cfg, str(missing), _reme(FakeLLM()))
+
+
+def test_the_released_pool_experiment_names_the_backbones_file():
+    for backbone, stem in (("qwen3_8b", "bfcl_qwen3_8b"), ("qwen3_32b", "bfcl_qwen3_32b")):
+        cfg = compose_cfg(["experiment=reme_table1_released_pool", "ablation=reme/released_pool",
+                           f"backbone={backbone}", "paths.released_dir=/pools"])  # fmt: skip
+        assert cfg.protocol.snapshot_from == f"/pools/{stem}.jsonl"
+        assert cfg.protocol.freeze_during_eval is True  # ReMe (fixed): run_bfcl.py's main
+    dynamic = compose_cfg(["experiment=reme_table1_released_pool",
+                           "ablation=reme/released_pool_dynamic", "paths.released_dir=/pools"])
+    assert dynamic.protocol.snapshot_from == "/pools/bfcl_qwen3_8b.jsonl"
+    assert dynamic.protocol.freeze_during_eval is False and dynamic.method.addition == "selective"
+    assert compose_cfg(["method=reme", "ablation=reme/no_dedup"]).method.dedup == "none"
+
+
+def test_a_run_on_a_released_pool_shows_its_experiences_under_their_ids(tmp_path):
+    """`run.py ablation=reme/released_pool`: no acquisition, the released experiences retrieved
+    under their ids and their own text in the first user message the agent got."""
+    from conftest import run_py
+
+    cfg = compose_cfg(["method=reme", "env=bfcl", "backbone=scripted",
+                       "ablation=reme/released_pool", f"paths.released_dir={tmp_path}"])
+    write_pool(Path(cfg.protocol.snapshot_from))
+    proc = run_py(["method=reme", "env=bfcl", "backbone=scripted", "ablation=reme/released_pool",
+                   f"paths.released_dir={tmp_path}", "protocol.max_eval_tasks=2",
+                   "protocol.record_prompts=true", "logger=none",
+                   f"paths.cache_dir={tmp_path / 'cache'}",
+                   f"paths.results_dir={tmp_path / 'results'}"])  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (metrics,) = (tmp_path / "results").rglob("metrics.json")
+    run = metrics.parent
+    assert not (run / "acquisition.jsonl").exists()  # evaluated on the file, nothing acquired
+    episodes = [json.loads(line) for line in (run / "episodes.jsonl").read_text().split("\n")
+                if line]  # fmt: skip
+    released = {line[0]: line for line in LINES}
+    for episode in episodes:
+        assert episode["memory_ids"] and set(episode["memory_ids"]) <= set(released)
+        shown = "\n".join(m["content"] for m in episode["trajectory"]["steps"][0]["prompt"])
+        for memory_id in episode["memory_ids"]:
+            assert released[memory_id][3] in shown  # the experience's own content
+    (folder,) = (tmp_path / "cache" / "released_memory" / "reme").iterdir()
+    assert snapshot_marker(folder)["released_file"] == cfg.protocol.snapshot_from

@@ -443,6 +443,7 @@ def test_hints_name_the_declaring_configs():
     assert names["table1"] == [
         "reme_table1",
         "reme_table1_appworld",
+        "reme_table1_released_pool",  # nothing to run first: a released file, or its own pool
         "reme_table1_appworld_dynamic",
         "reme_table1_dynamic",
     ]
@@ -552,7 +553,10 @@ def test_reme_experiment_sweep_cells_compose(experiment):
         OmegaConf.resolve(cfg)
         assert cfg.experiment_name == text.experiment_name
         assert cfg.report.paper == "reme" and set(cfg.report.tables) <= set(rr.SECTIONS)
-        if cfg.protocol.snapshot_from:
+        if str(cfg.ablation.name).startswith("released_pool"):  # the backbone's released file
+            stem = f"bfcl_{cfg.backbone.name.replace('-', '_')}.jsonl"
+            assert cfg.protocol.snapshot_from.endswith(f"/released/{stem}")
+        elif cfg.protocol.snapshot_from:
             assert cfg.protocol.snapshot_from == "reme_table1"
         if cfg.env.name == "bfcl":
             assert cfg.protocol.runs == 4

@@ -100,6 +100,9 @@ def build_part(node: DictConfig, **kwargs: Any) -> Any:
         raise
 
 
+RELEASED_SUFFIXES = (".jsonl", ".json")  # protocol.snapshot_from naming a released file
+
+
 def snapshot_source(
     cfg: DictConfig, value: str | None, memory: MemoryMethod | None = None
 ) -> Path | None:
@@ -113,6 +116,13 @@ def snapshot_source(
         return None
     text = str(value)
     base = Path(text).expanduser() if "/" in text else run_dir(cfg, text, ablation=None)
+    if base.suffix in RELEASED_SUFFIXES and not base.exists():
+        raise ConfigError(
+            f"memarena: protocol.snapshot_from={text}: no such file. A released memory file is "
+            "read as its authors ship it (ReMe's pools: docs/library/paper_data/task/"
+            f"{base.name} in agentscope-ai/ReMe); copy it to {base.parent} "
+            "(paths.released_dir), or unset protocol.snapshot_from."
+        )
     if base.is_file() and memory is not None:
         base = released_snapshot(cfg, base, memory)
     for folder in (base / files.MEMORY_DIR, base):

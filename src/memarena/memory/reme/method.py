@@ -99,7 +99,7 @@ class ReMe(MemoryMethod):
         self.judge_sees_task = s.judge_sees_task
         self.judge_lenient = s.judge_unparsed == "keep"
         self.dedup_threshold = float(s.dedup_threshold)
-        self.dedup_against, self.dedup_scope = s.dedup_against, s.dedup_scope
+        self.dedup, self.dedup_against, self.dedup_scope = s.dedup, s.dedup_against, s.dedup_scope
         self.reward = s.reward
         self.generalize_queries = s.generalize_queries or s.retrieval_key == "generalized_query"
         self.top_k, self.rerank_pool = s.top_k, max(s.rerank_pool, s.top_k)
@@ -320,9 +320,11 @@ class ReMe(MemoryMethod):
         deduplication (``dedup_against: usage_scenario``) compares a candidate's scenario-plus-
         content embedding with the stored usage-scenario embeddings (the index) and with the
         earlier kept candidates' scenario-plus-content embeddings; ``content`` compares
-        scenario-plus-content on both sides."""
+        scenario-plus-content on both sides. ``dedup: none`` keeps every candidate."""
         if not candidates:
             return [], None
+        if self.dedup == "none":  # the September 2025 summary flow: nothing deduplicated
+            return list(candidates), None
         vectors = self.pool.embed([e.key_text("content") for e in candidates])
         stored = "content" if self.dedup_against == "content" else "usage_scenario"
         kept, rows = [], []

@@ -38,6 +38,12 @@ class ReMeSettings(MethodSettings):
     judge_min_score: Annotated[float, Range(ge=0, le=1)] = 0.5
     judge_sees_task: bool = reading(False, released=False, memarena=True)  # validation op
     judge_unparsed: Literal["keep", "drop"] = reading("keep", released="keep", memarena="drop")
+    # similarity: ReMe's deduplication op, in its summary flow since 2025-12-02 (147901c6; the
+    # reference 26cb5ca6); none: nothing deduplicated, the September 2025 flow (1257c30e), which
+    # the released pools' timestamps (2025-09-19/20) suggest built them
+    dedup: Literal["similarity", "none"] = reading(
+        "similarity", released="similarity", sept2025_released="none"
+    )
     dedup_threshold: Annotated[float, Range(ge=-1, le=1)] = 0.5  # a cosine
     dedup_against: Literal["usage_scenario", "content"] = reading(
         "usage_scenario", released="usage_scenario", memarena="content"

@@ -70,6 +70,9 @@ LABELS = {
     "reme": "ReMe (fixed)",
     "dynamic": "ReMe (dynamic)",
     "dynamic_memarena": "ReMe (dynamic), memarena's reading",
+    "released_pool": "ReMe (fixed), released pool",
+    "released_pool_dynamic": "ReMe (dynamic), released pool",
+    "no_dedup": "ReMe (fixed), pool rebuilt without dedup",
     "trajectory": "Trajectory-level",
     "full_addition": "full addition",
     "selective": "selective addition",
@@ -82,7 +85,10 @@ LABELS = {
     "key_usage_scenario": "usage scenario",
 }
 TABLE_VARIANTS = {
-    "table1": ("none", "amem", "langmem", "reme", "dynamic", "dynamic_memarena"),
+    "table1": (
+        "none", "amem", "langmem", "reme", "dynamic", "dynamic_memarena",
+        "no_dedup", "released_pool", "released_pool_dynamic",
+    ),  # fmt: skip
     "table2": ("trajectory", "reme"),
     "table3": ("full_addition", "selective", "selective_reflection", "dynamic", "dynamic_memarena"),
     "table4": ("reme", "summ_qwen3_14b", "summ_qwen3_32b"),
