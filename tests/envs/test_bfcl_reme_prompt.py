@@ -123,3 +123,18 @@ def test_the_released_layout_is_refused_where_it_cannot_show_the_functions():
     with pytest.raises(ConfigError, match="native tools"):
         check_layout(text, SimpleNamespace(name="bfcl"), tools)
     check_layout(ProtocolSettings(), SimpleNamespace(name="appworld"), tools)  # memarena: any
+
+
+def test_the_notebook_lists_the_layout_differences():
+    from memarena.reports.reme.prompt_layout import (
+        layout_differences,
+        layout_differences_markdown,
+    )
+
+    table = layout_differences()
+    assert list(table.columns) == ["aspect", "reme_bfcl (released)", "memarena"]
+    assert {"system message", "a retry's lessons", "task text and retrieval query"} <= set(
+        table["aspect"]
+    )
+    text = layout_differences_markdown()
+    assert MEMORY_HEADER in text and "bfcl_agent.py" in text
