@@ -246,7 +246,10 @@ def test_a_run_records_which_source_each_reading_follows():
         assert readings_of(protocol, "protocol") == {
             "protocol.count_retries": source, "protocol.memory_across_runs": source,
             "protocol.agent_loop": "memarena",  # ReMe's agents are not G-Memory's loop
+            # the released BFCL agent's prompt (conf/experiment/base/reme_bfcl.yaml)
+            "protocol.prompt_layout": "released",
         }  # fmt: skip
     evograph = compose_cfg(["experiment=evograph_table1_pddl"])
     protocol = ProtocolSettings.from_config(dict(evograph.protocol))
     assert readings_of(protocol, "protocol")["protocol.agent_loop"] == "released"
+    assert readings_of(protocol, "protocol")["protocol.prompt_layout"] == "memarena"

@@ -14,6 +14,7 @@ from test_reme import BAD, OK, _answer, _exp, _query, _reme, _stocked, _traj, _u
 
 from memarena.core import MemoryContext, MemoryServices
 from memarena.memory.reme import Experience
+from memarena.memory.reme import prompts as reme_prompts
 from memarena.memory.reme import summarizer as summ
 from memarena.memory.reme.experience import query_keywords
 
@@ -318,3 +319,47 @@ def test_the_paper_config_follows_the_official_code():
     bfcl, appworld = (_reme(FakeLLM(), env_name=env) for env in ("bfcl", "appworld"))
     assert (bfcl.delete_every, appworld.delete_every) == (5, 1)
     assert (bfcl.reward, appworld.reward) == ("success", "progress")
+
+
+def test_a_retrys_lessons_take_the_experiences_place_in_the_released_bfcl_prompt():
+    """protocol.prompt_layout=reme_bfcl (bfcl_agent.py update_task_history_with_memory): the
+    retrieved experiences and, on a retry, the failed trial's lessons fill the same slot of one
+    template, the task first, with the same ``Experience i :`` blocks."""
+    from memarena.agent.prompts import MEMORY_HEADER, TASK_LABEL, Conversation
+    from memarena.core import EnvPrompt, Observation, Task
+
+    llm = FakeLLM([LESSON, OK])
+    memory = _stocked(generalize_queries=False)
+    memory.services = MemoryServices(llm_factory=lambda: llm, embedder_factory=_vocab)
+    retrieved = memory.retrieve(_query("close ticket 7"))
+    failed = _traj("close ticket 7", ["close_ticket()"], False, 0.0, task_id="q1")
+    (lessons,) = memory.reflect([failed], attempt=1)
+    task = Task("q1", "bfcl", "test", "d", "close ticket 7")
+    obs = Observation("User: close ticket 7", "User: close ticket 7", user_turn=True)
+    obs.info["request"] = "close ticket 7"
+    prompt = EnvPrompt(system="SYSTEM", action_format="FORMAT")
+
+    def head(context):
+        chat = Conversation.start(
+            prompt, task, obs, context, show_actions=False, native_tools=True, layout="reme_bfcl"
+        )
+        (message,) = chat.messages()
+        assert message["role"] == "user"
+        return message["content"]
+
+    top = f"{TASK_LABEL}\nclose ticket 7\n\n{MEMORY_HEADER}\n"
+    first, retry = head(retrieved), head(lessons)
+    assert first.startswith(top + "Experience 1 :\n When to use: ")
+    assert first.count(" :\n When to use: ") == 3  # the pool's three experiences (top_k 5)
+    assert retry == top + (
+        "Experience 1 :\n When to use: a ticket cannot be closed twice\n"
+        " Content: check the ticket status first\n"
+    )
+    # memarena's own headers are not shown
+    assert reme_prompts.HEADER not in first and reme_prompts.LESSONS_HEADER not in retry
+    # nothing retrieved: the raw request alone
+    assert head(MemoryContext.empty()) == "close ticket 7"
+    # both numberings read back (the lessons' replay on resume reads the memarena slot)
+    assert summ.parse_numbered(lessons.bare["lessons"]) == summ.parse_numbered(
+        lessons.slots["lessons"]
+    ) == [("a ticket cannot be closed twice", "check the ticket status first")]

@@ -21,6 +21,19 @@ leave a one-line note.
 task, the last ``history_steps`` (action, observation) pairs as text and the current
 observation (the prompt format of G-Memory's and MemCo's code).
 
+Layout (``protocol.prompt_layout``, conversation format only): ``memarena`` is the above;
+``reme_bfcl`` is the structure of ReMe's released BFCL agent (agentscope-ai/ReMe 26cb5ca6,
+benchmark/bfcl/bfcl_agent.py): no system message (the functions travel as the request's tools
+only), and the first user message is the benchmark's own first request (``Observation.info
+["request"]``, the BFCL entry's text without memarena's ``User: `` label). When the episode's
+memory shows anything, that message becomes the task, a header line and the memory's items
+(each slot's ``MemoryContext.bare`` text: ReMe's ``Experience i :`` blocks; a retry's lessons
+take the same place); with nothing to show it is the request alone. Later user turns are the
+benchmark's own messages too; replies, tool messages and per-step memory are as above. No reply
+format is stated: BFCL ends a turn at a reply without calls (the env's ``text_ends_turn``), as
+the benchmark's multi-turn loop that ReMe's agent follows does, so the "NEXT" convention of
+memarena's system message is not needed.
+
 Both formats say where they put each memory slot (:class:`MemorySpan`: the message, the slot's
 name, its character offsets in the message's content): :func:`build_single` and
 :meth:`Conversation.prompt` return them with the messages, and the runner records them with the
@@ -43,6 +56,11 @@ from memarena.core import (
 )
 
 PROMPT_FORMATS = ("conversation", "single")
+PROMPT_LAYOUTS = ("memarena", "reme_bfcl")  # protocol.prompt_layout (see the module docstring)
+# reme_bfcl: the first user message with memory is TASK_LABEL, the request, a blank line,
+# MEMORY_HEADER, then the memory (the order of bfcl_agent.py's get_query_with_memory; our words)
+TASK_LABEL = "Task:"
+MEMORY_HEADER = "Experience from similar tasks that may help you complete this one:"
 TOOL_CALLS = ("native", "text")  # tool-calling envs: native tool calls, or the env's text format
 
 # a part of a message: (the memory slot it shows, or None; its text)
@@ -185,6 +203,7 @@ class Conversation:
     # per memory slot: the text last shown and the step that showed it (-1: the first message)
     shown: dict[str, tuple[str, int]] = field(default_factory=dict)
     head_memory: _Spans = field(default_factory=list)  # the slots in the first user message
+    layout: str = "memarena"  # protocol.prompt_layout
 
     @staticmethod
     def start(
@@ -197,7 +216,10 @@ class Conversation:
         examples: int | str | None = None,
         history_steps: int | None = None,
         native_tools: bool = False,
+        layout: str = "memarena",
     ) -> Conversation:
+        if layout == "reme_bfcl":
+            return _start_reme_bfcl(task, observation, memory, history_steps, native_tools)
         system = prompt.tools_system if native_tools else prompt.system
         action_format = prompt.tools_action_format if native_tools else prompt.action_format
         parts = _stable_parts(prompt, task, memory, observation.text, examples)
@@ -232,11 +254,14 @@ class Conversation:
             extra.append((None, _valid_actions(observation)))
         calls = said.get("tool_calls") or []
         messages: list[Message] = [said]
+        text = observation.text
+        if self.layout == "reme_bfcl" and observation.user_turn:
+            text = observation.info.get("request", text)  # the benchmark's own message
         if calls:
             messages.extend(_tool_messages(calls, observation))
             user, spans = _join(extra)
         else:
-            user, spans = _join([(None, observation.text), *extra])
+            user, spans = _join([(None, text), *extra])
         request = None
         if user:
             request = {"role": "user", "content": user}
@@ -293,6 +318,34 @@ class Conversation:
             return n
         block = max(1, w // 2)
         return -(-(n - w) // block) * block
+
+
+def _start_reme_bfcl(
+    task: Task,
+    observation: Observation,
+    memory: MemoryContext,
+    history_steps: int | None,
+    native_tools: bool,
+) -> Conversation:
+    """The ``reme_bfcl`` layout's head: one user message, the request alone or the task, the
+    header and the memory's items (see the module docstring)."""
+    request = str(observation.info.get("request", task.goal))
+    shown = [(name, memory.bare.get(name, text)) for name, text in memory.slots.items() if text]
+    if not shown:
+        head: list[Message] = [{"role": "user", "content": request}]
+        return Conversation(head, history_steps, native_tools, layout="reme_bfcl")
+    content = f"{TASK_LABEL}\n{request}\n\n{MEMORY_HEADER}\n"
+    spans: _Spans = []
+    for k, (name, text) in enumerate(shown):
+        if k:  # ReMe's blocks end with a newline; one more leaves a blank line between
+            content += "\n" if content.endswith("\n") else "\n\n"
+        spans.append((name, len(content), len(content) + len(text)))
+        content += text
+    head = [{"role": "user", "content": content}]
+    seen = {name: (text, -1) for name, text in memory.slots.items() if text}
+    return Conversation(
+        head, history_steps, native_tools, shown=seen, head_memory=spans, layout="reme_bfcl"
+    )
 
 
 def _tool_messages(calls: list[dict], observation: Observation) -> list[Message]:

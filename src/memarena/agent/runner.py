@@ -60,6 +60,7 @@ from memarena.agent.parse import parse_action
 from memarena.agent.policy import Decision, Policy
 from memarena.agent.prompts import (
     PROMPT_FORMATS,
+    PROMPT_LAYOUTS,
     TOOL_CALLS,
     Conversation,
     MemorySpan,
@@ -111,6 +112,8 @@ class RunnerSettings:
     record_prompts: bool = False  # keep each step's messages in its Step (protocol.record_prompts)
     record_memory: bool = False  # keep each step's memory text (protocol.record_memory)
     prompt_format: str = "conversation"  # or "single" (see memarena.agent.prompts)
+    # "memarena" or "reme_bfcl" (ReMe's released BFCL agent; see memarena.agent.prompts)
+    prompt_layout: str = "memarena"
     tool_calls: str = "native"  # tool-calling envs: "native" where the backbone takes tools; "text"
     # "memarena" (the prompt_format above) or a released loop (see memarena.agent.autogen)
     agent_loop: str = "memarena"
@@ -125,6 +128,19 @@ class RunnerSettings:
             raise ValueError(
                 f"protocol.prompt_format must be one of {PROMPT_FORMATS}, "
                 f"not {self.prompt_format!r}"
+            )
+        if self.prompt_layout not in PROMPT_LAYOUTS:
+            raise ValueError(
+                f"protocol.prompt_layout must be one of {PROMPT_LAYOUTS}, "
+                f"not {self.prompt_layout!r}"
+            )
+        if self.prompt_layout != "memarena" and (
+            self.prompt_format != "conversation" or self.agent_loop != "memarena"
+        ):
+            raise ValueError(
+                f"protocol.prompt_layout={self.prompt_layout} lays out the conversation format "
+                "of memarena's agent loop (protocol.prompt_format=conversation, "
+                f"protocol.agent_loop=memarena), not {self.prompt_format} / {self.agent_loop}"
             )
         if self.tool_calls not in TOOL_CALLS:
             raise ValueError(
@@ -380,6 +396,7 @@ class EpisodeRunner:
                     examples=self.memory.benchmark_examples,
                     history_steps=self.s.history_steps,
                     native_tools=self._native_tools(prompt),
+                    layout=self.s.prompt_layout,
                 )
             else:
                 step_memory = item.memory if self.memory.granularity == "step" else None

@@ -129,6 +129,13 @@ class Env(ABC):
     def open(self, task: Task) -> Episode:
         """A new episode of ``task`` (not yet reset)."""
 
+    def first_request(self, task: Task) -> str:
+        """The task's first user message as the benchmark states it, without the labels
+        memarena adds to its goal (BFCL: the first turn's text, without ``User: ``). A prompt
+        layout that sends the benchmark's own message (``protocol.prompt_layout: reme_bfcl``)
+        takes it as the task's goal. Default: the goal."""
+        return task.goal
+
     def run_metrics(self, records: Sequence[Any]) -> dict[str, Any]:
         """The benchmark's own run-level metrics over a run's evaluation records (the latest
         record of each episode), merged into ``metrics.json`` (AppWorld: ``tgc`` / ``sgc``).

@@ -168,11 +168,17 @@ class MemoryContext:
     ``entries`` (optional): per shown id, the line it renders as in the slots (MemCo: the
     summary field and item, e.g. ``"Failure memory: avoid 'x' when 'y'"``), so a reader sees
     what each id showed; methods whose ids name stored entries leave it empty (the snapshot
-    holds their text)."""
+    holds their text).
+
+    ``bare`` (optional): per slot, its items without the method's own header line, in the
+    layout of the released agent of the method's paper (ReMe: ``Experience i :`` blocks). A
+    prompt layout that writes its own header above the memory (``protocol.prompt_layout:
+    reme_bfcl``) shows these; a slot without one is shown as its ``slots`` text."""
 
     slots: dict[str, str] = field(default_factory=dict)
     memory_ids: list[str] = field(default_factory=list)
     entries: dict[str, str] = field(default_factory=dict)
+    bare: dict[str, str] = field(default_factory=dict)
 
     @staticmethod
     def empty() -> MemoryContext:

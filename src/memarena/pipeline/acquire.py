@@ -36,7 +36,7 @@ from memarena.core import Task
 from memarena.core.costs import add_into, counters, difference
 from memarena.pipeline.build import Parts
 from memarena.pipeline.summarize import check_errors
-from memarena.pipeline.tasks import cap_tasks, chunks, drop_errors
+from memarena.pipeline.tasks import cap_tasks, chunks, drop_errors, stated
 from memarena.results import store as files
 from memarena.results.records import EpisodeRecord
 from memarena.results.store import verify_snapshot
@@ -74,6 +74,7 @@ def acquire(parts: Parts, policy: Policy) -> None:
         memory.load(store.memory_dir)
         return
     tasks = cap_tasks(parts.env.tasks(protocol.train_split), protocol.max_train_tasks)
+    tasks = stated(parts.env, tasks, protocol.prompt_layout)
     n = max(1, int(memory.acquisition_samples))
     reads = memory.retrieves_during_acquisition
     unit = protocol.update_every if reads else max(1, int(memory.acquisition_observe_tasks))

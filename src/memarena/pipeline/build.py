@@ -23,6 +23,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from memarena.agent import LLMPolicy, Policy, RunnerSettings, as_policy
 from memarena.core import Backbone, ConfigError, Env, MemarenaError, MemoryMethod, MemoryServices
+from memarena.core.env import env_family
 from memarena.launch.resources import check_colocation
 from memarena.memory.team import DomainTeam
 from memarena.pipeline.ending import close_invocation, quietly
@@ -319,6 +320,7 @@ def build(
         env: Env = build_part(cfg.env)
         built.append(env)
         policy = agent["policy"] = as_policy(build_part(cfg.backbone))
+        check_layout(protocol, env, policy)
     except BaseException as exc:  # the invocation ends here: close what was opened
         for part in built:
             quietly(f"closing {type(part).__name__}", part.close, exc)
@@ -343,6 +345,7 @@ def build(
         record_prompts=protocol.record_prompts,
         record_memory=protocol.record_memory,
         prompt_format=protocol.prompt_format,
+        prompt_layout=protocol.prompt_layout,
         tool_calls=protocol.tool_calls,
         agent_loop=protocol.agent_loop,
         history_observation_chars=memory.history_observation_chars,
@@ -350,6 +353,27 @@ def build(
     parts = Parts(env, policy, memory, services, settings, protocol, store, snapshot)
     parts.holding = holding
     return parts
+
+
+def check_layout(protocol: ProtocolSettings, env: Env, policy: Policy) -> None:
+    """``protocol.prompt_layout: reme_bfcl`` sends no system message, so the functions reach
+    the agent only as the request's tools: it needs BFCL, ``protocol.tool_calls: native`` and
+    a backbone that takes tools."""
+    if protocol.prompt_layout != "reme_bfcl":
+        return
+    family = env_family(getattr(env, "name", ""))
+    if family != "bfcl":
+        raise ConfigError(
+            f"memarena: protocol.prompt_layout=reme_bfcl is the prompt of ReMe's released BFCL "
+            f"agent; env={env.name} needs protocol.prompt_layout=memarena."
+        )
+    if protocol.tool_calls != "native" or not policy.native_tools:
+        raise ConfigError(
+            "memarena: protocol.prompt_layout=reme_bfcl sends no system message: the functions "
+            "reach the agent only as native tools, so it needs protocol.tool_calls=native and a "
+            "backbone that takes tools (backbone.native_tools); or set "
+            "protocol.prompt_layout=memarena."
+        )
 
 
 def close_parts(parts: Parts, *others: Policy) -> None:

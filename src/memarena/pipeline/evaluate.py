@@ -26,7 +26,7 @@ from memarena.agent import EpisodeRunner
 from memarena.core import ConfigError
 from memarena.pipeline.build import Parts
 from memarena.pipeline.learning import LearningRun
-from memarena.pipeline.tasks import cap_tasks
+from memarena.pipeline.tasks import cap_tasks, stated
 from memarena.results import store as files
 from memarena.results.records import EpisodeRecord, latest
 
@@ -37,6 +37,7 @@ def evaluate(parts: Parts) -> list[EpisodeRecord]:
     """Run what is missing and return this evaluation's records (see the module docstring)."""
     memory, store, protocol = parts.memory, parts.store, parts.protocol
     tasks = cap_tasks(parts.env.tasks(protocol.eval_split), protocol.max_eval_tasks)
+    tasks = stated(parts.env, tasks, protocol.prompt_layout)
     if not tasks:
         raise ConfigError(
             f"env={parts.env.name} has no tasks in split {protocol.eval_split!r} "

@@ -62,6 +62,7 @@ ADDED_KEYS = {
     "protocol.count_retries": False,  # the last trial of a retried task counts
     "protocol.memory_across_runs": False,  # the runs of a repetition share one memory
     "protocol.episode_timeout_s": None,  # episodes cut at a wall-clock limit (status timeout)
+    "protocol.prompt_layout": "memarena",  # the agent's prompt (reme_bfcl: ReMe's released one)
 }
 # key names (last component) that set speed or bookkeeping, wherever they stand
 NOT_RESULT_LEAVES = frozenset(

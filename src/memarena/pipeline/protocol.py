@@ -23,7 +23,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from memarena.agent.autogen import AGENT_LOOPS
-from memarena.agent.prompts import PROMPT_FORMATS, TOOL_CALLS
+from memarena.agent.prompts import PROMPT_FORMATS, PROMPT_LAYOUTS, TOOL_CALLS
 from memarena.core import ConfigError
 from memarena.core.settings import plain, reading
 
@@ -54,6 +54,11 @@ class ProtocolSettings:
         "memarena", released="gmemory_autogen", memco_released="memco_autogen",
         memarena="memarena",
     )  # fmt: skip
+    # the conversation's layout: memarena's (a system message with the env's instructions, the
+    # memory before "Your task: User: ...") or ReMe's released BFCL agent's (no system message,
+    # the raw first request, then a header and the experiences; the task's goal, and so every
+    # memory's query, is the benchmark's own first request: agent/prompts.py)
+    prompt_layout: str = reading("memarena", released="reme_bfcl", memarena="memarena")
     history_steps: int | None = 10
     tool_calls: str = "native"
     action_mode: str = "choice"
@@ -103,6 +108,7 @@ class ProtocolSettings:
         for key, valid in (
             ("action_mode", ACTION_MODES),
             ("prompt_format", PROMPT_FORMATS),
+            ("prompt_layout", PROMPT_LAYOUTS),
             ("agent_loop", AGENT_LOOPS),
             ("tool_calls", TOOL_CALLS),
             ("domain_memories", DOMAIN_MEMORIES),
@@ -111,6 +117,16 @@ class ProtocolSettings:
                 raise ConfigError(
                     f"memarena: protocol.{key}={getattr(self, key)!r}; valid: {list(valid)}."
                 )
+
+        if self.prompt_layout != "memarena" and (
+            self.prompt_format != "conversation" or self.agent_loop != "memarena"
+        ):
+            raise ConfigError(
+                f"memarena: protocol.prompt_layout={self.prompt_layout} lays out the "
+                "conversation of memarena's agent loop: it needs protocol.prompt_format="
+                "conversation and protocol.agent_loop=memarena (got "
+                f"{self.prompt_format} / {self.agent_loop})."
+            )
 
     @classmethod
     def keys(cls) -> list[str]:

@@ -3,10 +3,11 @@ learning memory is updated by, and what a resume keeps when it retries error epi
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import TypeVar
 
-from memarena.core import Task
+from memarena.core import Env, Task
 
 T = TypeVar("T")
 
@@ -26,6 +27,17 @@ def cap_tasks(tasks: list[Task], limit: int | None) -> list[Task]:
             if queue and len(picked) < limit:
                 picked.append(queue.pop())
     return picked
+
+
+def stated(env: Env, tasks: list[Task], layout: str) -> list[Task]:
+    """The tasks as the prompt layout states them: ``reme_bfcl`` (ReMe's released BFCL agent
+    sends and retrieves with the benchmark's first request as it stands) makes each goal the
+    env's :meth:`~memarena.core.env.Env.first_request`, so the prompt, every memory's query
+    and what a memory stores as the task's query are that text; ``memarena`` keeps the env's
+    goals (BFCL: ``User: `` and the request)."""
+    if layout == "memarena":
+        return list(tasks)
+    return [dataclasses.replace(t, goal=env.first_request(t)) for t in tasks]
 
 
 def chunks(items: Sequence[T], size: int) -> list[list[T]]:

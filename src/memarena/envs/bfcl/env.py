@@ -220,6 +220,13 @@ class BfclEnv(Env):
             dict(record),
         )
 
+    def first_request(self, task: Task) -> str:
+        """The first user message of the task's entry (ReMe's agent sends and retrieves with
+        exactly this text: bfcl_agent.py, history[0]["content"]), without the ``User: `` label
+        of memarena's goal."""
+        turns = task.payload.get("turns") or []
+        return next((t for t in turns if t), "(no request)")
+
     def domains(self) -> list[str]:
         return list(self.categories)
 

@@ -370,7 +370,9 @@ class BfclEpisode(Episode):
         said = [t for t in self.turns[: self.turn + 1] if t]
         return "\n".join(f"User: {t}" for t in said) or self.task.goal
 
-    def _turn_text(self) -> str:
+    def _turn_text(self, label: str = "User: ") -> str:
+        """The current turn's message; ``label=""``: the user's words as the entry gives them
+        (``info["request"]``, what a layout sending the benchmark's own messages shows)."""
         docs = self.missed.get(str(self.turn))
         if docs:
             from bfcl_eval.constants.default_prompts import (
@@ -380,14 +382,16 @@ class BfclEpisode(Episode):
             self.available |= {d["name"] for d in docs}
             release = RELEASE_MESSAGE.format(functions=render_functions(docs, self.doc_format))
             said = self.turns[self.turn] or DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC
-            return f"{release}\nUser: {said}"
-        return f"User: {self.turns[self.turn]}"
+            return f"{release}\n{label}{said}"
+        return f"{label}{self.turns[self.turn]}"
 
     def _obs(self, text: str, kind: str, results: list[str] | None = None) -> Observation:
         info = {"turn": self.turn, "turns": len(self.turns), "action_kind": kind}
         if self.verdict is not None:
             info["checker"] = {k: self.verdict.get(k) for k in ("valid", "error_type")}
         user_turn = kind in ("reset", "next") and not self.done
+        if user_turn:  # the request without memarena's "User: " label
+            info["request"] = self._turn_text(label="")
         return Observation(
             text, self._goal(), None, info, tool_results=results, user_turn=user_turn
         )

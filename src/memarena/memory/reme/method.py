@@ -390,11 +390,13 @@ class ReMe(MemoryMethod):
         chosen = found[: self.top_k]
         body = summ.numbered(chosen)
         slots = {"experience": f"{prompts.HEADER}\n{body}"}
+        bare = {"experience": summ.numbered_bfcl(chosen)}  # the released BFCL agent's blocks
         if self.rewrite:
             guidance = self._rewrite(task.goal, body)
             if guidance:
                 slots = {"experience": f"{prompts.GUIDANCE_HEADER}\n{guidance}"}
-        context = MemoryContext(slots=slots, memory_ids=[e.id for e in chosen])
+                bare = {"experience": guidance}  # the service's answer replaces the blocks
+        context = MemoryContext(slots=slots, memory_ids=[e.id for e in chosen], bare=bare)
         self.shown[task.id] = context
         return context
 
@@ -522,8 +524,11 @@ class ReMe(MemoryMethod):
             keep = self.retry_context == "experiences_and_lessons"
             slots = dict(base.slots) if keep else {}
             slots["lessons"] = f"{prompts.LESSONS_HEADER}\n{summ.numbered(lessons)}"
+            # the released BFCL agent puts the lessons where the experiences go, same blocks
+            bare = dict(base.bare) if keep else {}
+            bare["lessons"] = summ.numbered_bfcl(lessons)
             contexts[i] = MemoryContext(
-                slots=slots, memory_ids=list(base.memory_ids) if keep else []
+                slots=slots, memory_ids=list(base.memory_ids) if keep else [], bare=bare
             )
         if fresh:
             queries = [self._retry_query(failures[i][0]) for i in fresh]

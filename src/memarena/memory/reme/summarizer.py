@@ -152,8 +152,19 @@ def numbered(experiences: Sequence[Experience]) -> str:
     return "\n".join(e.render(i) for i, e in enumerate(experiences, 1))
 
 
+def numbered_bfcl(experiences: Sequence[Experience]) -> str:
+    """The blocks as ReMe's released BFCL agent lists them (``Experience i :``, a space before
+    the colon: bfcl_agent.py renames its memory service's ``Memory i :`` blocks and writes a
+    retry's lessons the same way; ``MemoryContext.bare``)."""
+    return "\n".join(
+        f"Experience {i} :\n When to use: {e.when_to_use}\n Content: {e.content}\n"
+        for i, e in enumerate(experiences, 1)
+    )
+
+
+# either numbering (memarena's ``Experience i:`` or the released BFCL agent's ``Experience i :``)
 _BLOCK = re.compile(
-    r"^Experience \d+:\n When to use: (.*?)\n Content: (.*?)\n(?=\nExperience \d+:\n|\Z)",
+    r"^Experience \d+ ?:\n When to use: (.*?)\n Content: (.*?)\n(?=\nExperience \d+ ?:\n|\Z)",
     re.DOTALL | re.MULTILINE,
 )
 
