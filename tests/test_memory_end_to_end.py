@@ -222,6 +222,10 @@ SPECS: dict[str, tuple[list[str], int]] = {
         # counts one token per character; SmolLM2's answers close well within it)
         "method.max_experiences=1",
         "method.max_tokens=512",
+        # memarena's caps on the experience fields: uncapped (the released reading), SmolLM2
+        # fills the experience string until the 512-token cap and no answer closes
+        "method.scenario_chars=200",
+        "method.experience_chars=400",
         # SmolLM2 judges the summaries it wrote valid with score 0: keep every valid one, so the
         # judged experiences reach the pool (the paper keeps score >= 0.5; the threshold's
         # effect is tested in tests/memory/test_reme_judge.py)

@@ -248,8 +248,9 @@ def _query(goal: str, task_id: str = "q1") -> MemoryQuery:
 def _reme(llm, cap):
     from memarena.memory.reme import Experience, ReMe
 
-    def make(**kw):
-        return ReMe(services=_services(llm), max_tokens=cap, **kw)
+    def make(**kw):  # memarena's caps on the experience fields (the released reading has none)
+        caps = {"scenario_chars": 200, "experience_chars": 400}
+        return ReMe(services=_services(llm), max_tokens=cap, **caps, **kw)
 
     memory = make(rerank=True, rewrite=True)
     stocked = Experience("", "moving files between folders", "cd, then mv", task_query="t1")

@@ -103,7 +103,8 @@ def test_acquisition_keeps_best_and_worst_and_runs_three_analyses():
     assert "Better attempt (score 1.00)" in prompts[2]
     assert "Worse attempt (score 0.00)" in prompts[2]
     # three summaries (up to max_experiences=3 each), three judgements, one generalization
-    summary, judge = reme_prompts.experiences_schema(3), reme_prompts.JUDGE_SCHEMA
+    # the released reading: the usage scenario and the content uncapped
+    summary, judge = reme_prompts.experiences_schema(3, None, None), reme_prompts.JUDGE_SCHEMA
     schemas = [summary] * 3 + [judge] * 3 + [reme_prompts.GENERALIZE_SCHEMA]
     assert [r.json_schema for r in llm.requests] == schemas
     kinds = sorted(e.kind for e in memory.pool.items.values())

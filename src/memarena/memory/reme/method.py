@@ -79,6 +79,8 @@ log = logging.getLogger(__name__)
 
 PURPOSES = ("summarize", "judge", "generalize", "rerank", "rewrite", "reflect")
 Pair = tuple[Trajectory, Outcome]
+
+
 class ReMe(MemoryMethod):
     """ReMe as ``method=reme`` (its settings: :class:`~memarena.memory.reme.settings.ReMeSettings`;
     ``conf/method/reme.yaml`` gives each one's source)."""
@@ -120,8 +122,10 @@ class ReMe(MemoryMethod):
         self.temperature = float(s.temperature)
         # caps per purpose; None: the bound of the answer's schema (core.json_budget)
         self.token_caps = token_caps(s.max_tokens, PURPOSES, "method")
+        self.summary_input, self.summary_context = s.summary_input, s.summary_context_tokens
         self.trajectory_chars = s.trajectory_chars
         self.observation_chars = s.observation_chars
+        self.scenario_chars, self.experience_chars = s.scenario_chars, s.experience_chars
         self.pool = ExperiencePool(
             lambda texts: self.services.embedder.encode(texts), lambda: self.services.embedder
         )
@@ -139,6 +143,7 @@ class ReMe(MemoryMethod):
             "reflection_successes": 0,
             "trials": 0,  # evaluation trials observed (retries included): the deletion clock
             "last_trial_summaries": 0,  # last failed trials analysed under selective addition
+            "inputs_cut": 0,  # summarizer inputs cut to fit its context (summary_input: messages)
         }
         self.shown: dict[str, MemoryContext] = {}  # task id -> context given at retrieval
         self.lessons: dict[str, list[Experience]] = {}  # task id -> lessons of its retry
@@ -157,10 +162,43 @@ class ReMe(MemoryMethod):
         )
 
     def _request(self, purpose: str, user: str, schema: dict[str, Any]) -> ChatRequest:
-        return summ.request(user, schema, self.token_caps[purpose], self.temperature)
+        cap, context = self.token_caps[purpose], self._summary_context_tokens()
+        return summ.request(user, schema, cap, self.temperature, context)
 
-    def _render(self, pair: Pair) -> str:
-        return summ.render(*pair, self.trajectory_chars, self.observation_chars)
+    def _schema(self, limit: int) -> dict[str, Any]:
+        """The summarizer's answer schema, the usage scenario and content capped as set."""
+        return prompts.experiences_schema(limit, self.scenario_chars, self.experience_chars)
+
+    def _summary_context_tokens(self) -> int:
+        """``summary_context_tokens``, or the memory backbone's own ``context_limit`` (hf: the
+        model's ``max_position_embeddings``; vllm: ``max_model_len``), else 32768; a set value
+        larger than the backbone's limit is lowered to it."""
+        limit = getattr(self.services.llm, "context_limit", None)
+        limit = int(limit) if isinstance(limit, int) and limit > 0 else None
+        if self.summary_context is None:
+            return limit or summ.DEFAULT_CONTEXT_TOKENS
+        return min(int(self.summary_context), limit) if limit else int(self.summary_context)
+
+    def _render(self, pair: Pair, share: int = 1) -> str:
+        """A trajectory as the summarizer is shown it (``summary_input``, module
+        :mod:`.summarizer`); ``share``: the trajectories the prompt holds (the comparative
+        analysis shows two, each in half the room). ``messages`` adds the task's tools at
+        acquisition only (ReMe's pool initialisation; its online summaries add none) and counts
+        each input cut to fit the context (``memory_summary_inputs_cut``, fallback
+        ``reme_summary_input_cut``)."""
+        if self.summary_input == "steps":
+            return summ.render(*pair, self.trajectory_chars, self.observation_chars)
+        trajectory = pair[0]
+        tools = summ.task_tools(trajectory.task) if self.phase == "acquire" else None
+        context = self._summary_context_tokens()
+        cap = self.token_caps["summarize"]
+        reserve = summ.reply_reserve(self._schema(self.max_experiences), cap)
+        room = summ.room_chars(context, reserve, share)
+        text, cut = summ.fit_messages(summ.conversation(trajectory, tools), room)
+        if cut:
+            self.counts["inputs_cut"] += 1
+            self._count_fallback("reme_summary_input_cut")
+        return text
 
     def _fields(self) -> dict[str, Any]:
         return {"limit": self.max_experiences, "fields": prompts.FIELDS}
@@ -206,9 +244,9 @@ class ReMe(MemoryMethod):
         comparative analysis of the highest- against the lowest-reward sample when their
         rewards differ (with BFCL's 0/1 reward: never between two failures)."""
         fields = self._fields()
-        schema = prompts.experiences_schema(self.max_experiences)
+        schema = self._schema(self.max_experiences)
         if self.extraction == "trajectory":
-            one = prompts.experiences_schema(1)
+            one = self._schema(1)
             return [
                 (
                     "trajectory",
@@ -239,8 +277,8 @@ class ReMe(MemoryMethod):
                 text = prompts.COMPARATIVE.format(
                     high=self._score(best),
                     low=self._score(worst),
-                    better=self._render(best),
-                    worse=self._render(worst),
+                    better=self._render(best, 2),
+                    worse=self._render(worst, 2),
                     **fields,
                 )
                 jobs.append(("comparative", best[0], self._request(purpose, text, schema)))
@@ -571,7 +609,7 @@ class ReMe(MemoryMethod):
     def _reflection_lessons(self, failures: list[Pair], attempt: int) -> list[list[Experience]]:
         """Lessons from the reflection prompt (memarena's earlier reading), unjudged."""
         fields = self._fields()
-        schema = prompts.experiences_schema(self.max_experiences)
+        schema = self._schema(self.max_experiences)
         requests = []
         for pair in failures:
             previous = " again, after the lessons of an earlier attempt" if attempt > 1 else ""
@@ -643,6 +681,7 @@ class ReMe(MemoryMethod):
             "reflection_attempts": self.counts["reflection_attempts"],
             "reflection_successes": self.counts["reflection_successes"],
             "memory_last_trial_summaries": self.counts["last_trial_summaries"],
+            "memory_summary_inputs_cut": self.counts["inputs_cut"],
         }
 
     def size(self) -> int:

@@ -95,9 +95,13 @@ GUIDANCE_HEADER = "Guidance from past experience:"
 LESSONS_HEADER = "Lessons from your previous failed attempt at this task:"
 
 
-# Bounds on every generated string: experiences stay short (one sentence of scenario, at most
-# three of content), and each request's max_tokens is its schema's longest valid answer
-# (memarena.core.json_budget), so a constrained decoder always closes the document.
+# Bounds on the generated strings. The experience's usage scenario and content: ReMe's released
+# extraction prompts set no length (settings scenario_chars / experience_chars: null, the
+# request then asks for what the summarizer's context leaves, summarizer.request); memarena's
+# earlier reading keeps them short (one sentence of scenario, at most three of content) with
+# these caps. Every other string is bounded, so with the caps each request's max_tokens is its
+# schema's longest valid answer (memarena.core.json_budget) and a constrained decoder always
+# closes the document.
 SCENARIO_CHARS = 200
 CONTENT_CHARS = 400
 
@@ -106,12 +110,23 @@ def _short(n: int) -> dict[str, Any]:
     return {"type": "string", "maxLength": n}
 
 
-def experiences_schema(limit: int) -> dict[str, Any]:
+def _text(n: int | None) -> dict[str, Any]:
+    """A string capped at ``n`` characters; None: uncapped."""
+    return {"type": "string"} if n is None else _short(n)
+
+
+def experiences_schema(
+    limit: int,
+    scenario_chars: int | None = SCENARIO_CHARS,
+    content_chars: int | None = CONTENT_CHARS,
+) -> dict[str, Any]:
+    """The summarizer's answer: at most ``limit`` experiences, their usage scenario and content
+    capped at ``scenario_chars`` / ``content_chars`` characters (None: uncapped)."""
     item = {
         "type": "object",
         "properties": {
-            "when_to_use": {"type": "string", "maxLength": SCENARIO_CHARS},
-            "experience": {"type": "string", "maxLength": CONTENT_CHARS},
+            "when_to_use": _text(scenario_chars),
+            "experience": _text(content_chars),
             "keywords": {"type": "array", "items": _short(40), "maxItems": 6},
             "confidence": {"type": "number", "minimum": 0, "maximum": 1},
             "tools": {"type": "array", "items": _short(80), "maxItems": 6},

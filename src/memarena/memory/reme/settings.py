@@ -101,8 +101,19 @@ class ReMeSettings(MethodSettings):
     # -- the memory LLM and what it is shown
     temperature: Annotated[float, Range(ge=0)] = 0.0
     max_tokens: Any = None
-    trajectory_chars: Positive = 6000
-    observation_chars: Positive = 300
+    # messages: the whole conversation in merge_messages_content's per-message layout (reasoning,
+    # tool calls and results whole; the task's tools at acquisition), cut only to fit the
+    # summarizer's context; steps: memarena's Step lines clipped to the two budgets below
+    summary_input: Literal["messages", "steps"] = reading(
+        "messages", released="messages", memarena="steps"
+    )
+    summary_context_tokens: Positive | None = None  # null: the backbone's context_limit, else 32768
+    trajectory_chars: Positive = 6000  # summary_input: steps only
+    observation_chars: Positive = 300  # summary_input: steps only
+    # the experience's usage scenario / content in the summarizer's answer schema: the released
+    # extraction prompts set no length; memarena's earlier caps
+    scenario_chars: Positive | None = reading(None, released=None, memarena=200)
+    experience_chars: Positive | None = reading(None, released=None, memarena=400)
 
     def resolved(self, env_name: str) -> ReMeSettings:
         """``official`` readings settled by the env's family (``appworld_smoke`` is AppWorld):

@@ -2,16 +2,32 @@
 
 Functions here build :class:`ChatRequest` objects and turn parsed JSON answers into
 :class:`Experience` candidates; the method batches the requests of a whole wave into one call.
+
+What the summarizer is shown of a trajectory (``summary_input``):
+
+- ``messages`` (ReMe's released code: ``merge_messages_content``): the whole conversation, one
+  block per message numbered from 0: the first user message (the task, and at acquisition the
+  task's tool list appended to it as a tools block, as ``init_task_memory_pool.py`` does; the
+  summaries made while evaluating go without it, as ``bfcl_agent.py summary_memory``), then per
+  step the agent's reply (its reasoning text, its content, each tool call with its arguments)
+  and what came back (a tool message with the call results when the reply called tools, else a
+  user message). Nothing is clipped: the text is cut only when the request would not fit the
+  summarizer's context (:func:`fit_messages`), and the method counts each cut;
+- ``steps`` (memarena's earlier reading): :func:`render`, ``Step i: action -> observation``
+  lines, each observation clipped and the whole cut in the middle to a character budget.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from memarena.core import ChatRequest, Outcome, Trajectory
-from memarena.core.json_budget import reply_tokens
+from memarena.core import ChatRequest, Outcome, Task, Trajectory
+from memarena.core.json_budget import UnboundedSchemaError, answer_tokens, reply_tokens
+from memarena.core.tool_calls import bfcl_tools, parse_tool_calls
 from memarena.memory.llm_calls import clip_text
 from memarena.memory.reme import prompts
 from memarena.memory.reme.experience import Experience
@@ -61,18 +77,214 @@ def render(trajectory: Trajectory, outcome: Outcome, max_chars: int, obs_chars: 
     return "\n".join(head + steps + tail)
 
 
-def request(user: str, schema: dict[str, Any], cap: int | None, temperature: float) -> ChatRequest:
+def request(
+    user: str,
+    schema: dict[str, Any],
+    cap: int | None,
+    temperature: float,
+    context: int | None = None,
+) -> ChatRequest:
     """LLM_summ's request; ``max_tokens`` is the longest valid answer of ``schema`` (or
-    ``cap`` when smaller: :func:`memarena.core.json_budget.reply_tokens`)."""
+    ``cap`` when smaller: :func:`memarena.core.json_budget.reply_tokens`). A schema without
+    a bound (the released reading of the experience fields: no length caps) asks for ``cap``,
+    else for what the ``context`` leaves beside the prompt, as a vLLM server serves a request
+    without ``max_tokens`` (ReMe's summarizer sends none)."""
+    messages = [
+        {"role": "system", "content": prompts.SYSTEM},
+        {"role": "user", "content": user},
+    ]
+    try:
+        max_tokens = reply_tokens(schema, cap)
+    except UnboundedSchemaError:
+        used = prompt_tokens(sum(len(m["content"]) for m in messages))
+        context = context or DEFAULT_CONTEXT_TOKENS
+        max_tokens = int(cap) if cap is not None else max(1, context - used)
     return ChatRequest(
-        messages=[
-            {"role": "system", "content": prompts.SYSTEM},
-            {"role": "user", "content": user},
-        ],
-        json_schema=schema,
-        max_tokens=reply_tokens(schema, cap),
-        temperature=temperature,
+        messages=messages, json_schema=schema, max_tokens=max_tokens, temperature=temperature
     )
+
+
+# -- the released layout (summary_input: messages) ----------------------------------------------
+# The summarizer's context when its backbone states none (hf and vllm do: ``context_limit``):
+# the native context of the Qwen3 backbones of ReMe's runs.
+DEFAULT_CONTEXT_TOKENS = 32768
+# Characters per prompt token for the estimate (the memory side holds no tokenizer): English
+# runs at three to four characters per token with these vocabularies; three cuts a little
+# early rather than overflowing (what still overflows is the engine's backbone.prompt_overflow).
+CHARS_PER_TOKEN = 3
+TEMPLATE_TOKENS = 64  # the chat template around the system and user messages
+MIN_PIECE_CHARS = 80  # a cut message keeps at least this much before the middle goes
+# The prompt around a trajectory: the system message, the longest analysis prompt and the
+# experience fields (the trajectory's room is the context less these and the reply)
+_FRAMES = (
+    prompts.SUCCESS,
+    prompts.FAILURE,
+    prompts.COMPARATIVE,
+    prompts.TRAJECTORY,
+    prompts.REFLECT,
+)
+FRAME_CHARS = len(prompts.SYSTEM) + len(prompts.FIELDS) + max(len(t) for t in _FRAMES)
+
+
+def reply_reserve(schema: dict[str, Any], cap: int | None) -> int:
+    """Tokens a summarizer request keeps free for its answer when its input is fitted: the
+    schema's bound (or ``cap`` when smaller); an uncapped schema (the released reading) keeps
+    ``cap``, else the bound of the same answer under memarena's caps."""
+    try:
+        return reply_tokens(schema, cap)
+    except UnboundedSchemaError:
+        if cap is not None:
+            return int(cap)
+        limit = schema["properties"]["experiences"].get("maxItems", 1)
+        return answer_tokens(prompts.experiences_schema(limit))
+
+
+def task_tools(task: Task) -> list[dict[str, Any]]:
+    """The functions a task offers, as OpenAI-style function tools without their response
+    documents (BFCL's function documents in ``payload["functions"]``, as ReMe's
+    ``extract_tool_schema`` gives them); [] for a task without functions."""
+    docs = task.payload.get("functions") or []
+    return bfcl_tools(docs) if docs else []
+
+
+def prompt_tokens(chars: int) -> int:
+    """The estimated tokens of a prompt of ``chars`` characters (template included)."""
+    return -(-chars // CHARS_PER_TOKEN) + TEMPLATE_TOKENS
+
+
+def room_chars(context: int, reply: int, share: int = 1) -> int:
+    """Characters one of ``share`` trajectories may take in a prompt that leaves ``reply``
+    tokens of ``context`` for the answer."""
+    free = (context - reply - TEMPLATE_TOKENS) * CHARS_PER_TOKEN - FRAME_CHARS
+    return max(0, free // max(1, share))
+
+
+@dataclass
+class Message:
+    """One message of a trajectory's conversation as the summarizer is shown it."""
+
+    role: str  # user | assistant | tool
+    content: str
+    reasoning: str = ""
+    calls: list[tuple[str, str]] = field(default_factory=list)  # (name, arguments as JSON)
+
+
+def split_reasoning(text: str) -> tuple[str, str]:
+    """(the reasoning text of a reply, the reply without it): the bodies of its
+    ``<think>...</think>`` blocks, and the text before a ``</think>`` whose block the prompt
+    opened (Qwen3's template starts a thinking reply inside it)."""
+    thoughts = [m.strip() for m in re.findall(r"<think>(.*?)</think>", text, re.DOTALL)]
+    rest = re.sub(r"<think>.*?</think>", "", text, flags=re.DOTALL)
+    if "</think>" in rest:
+        before, rest = rest.split("</think>", 1)
+        thoughts.insert(0, before.replace("<think>", "").strip())
+    return "\n\n".join(t for t in thoughts if t), rest.strip()
+
+
+def tools_block(tools: Sequence[dict[str, Any]]) -> str:
+    """The task's tools as a Qwen-style tools section (a heading, one JSON document per tool
+    between ``<tools>`` tags, the ``<tool_call>`` answer format), as ReMe's pool
+    initialisation appends to the first user message (``get_tool_prompt``)."""
+    lines = [
+        "",
+        "",
+        "# Tools",
+        "",
+        "You can call one or more of the functions below to help with the request.",
+        "",
+        "Their signatures are given inside the <tools></tools> tags:",
+        "<tools>",
+        *(json.dumps(tool) for tool in tools),
+        "</tools>",
+        "",
+        "Return each function call as a JSON object with the function's name and its "
+        "arguments inside <tool_call></tool_call> tags:",
+        '<tool_call>\n{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call>',
+    ]
+    return "\n".join(lines)
+
+
+def conversation(
+    trajectory: Trajectory, tools: Sequence[dict[str, Any]] | None = None
+) -> list[Message]:
+    """The trajectory as the messages the agent exchanged: the first user message (the task,
+    the initial observation when it is not the task's text again, and ``tools`` as a tools
+    block when given), then per step the reply (reasoning, content, tool calls; the action
+    when no reply was recorded) and a tool message with the step's observation when the reply
+    called tools, else a user message with it (the agent's conversation prompt does the same,
+    memarena.agent.prompts)."""
+    task = trajectory.task
+    first = task.goal
+    if trajectory.initial_observation.strip() != task.goal.strip():
+        first = f"{first}\n\n{trajectory.initial_observation}"
+    if tools:
+        first += tools_block(tools)
+    out = [Message("user", first)]
+    for step in trajectory.steps:
+        raw = step.raw_output or step.action
+        reasoning, rest = split_reasoning(raw)
+        content, calls = parse_tool_calls(rest)
+        out.append(
+            Message(
+                "assistant",
+                content,
+                reasoning,
+                [(c["name"], json.dumps(c["arguments"], ensure_ascii=False)) for c in calls],
+            )
+        )
+        out.append(Message("tool" if calls else "user", step.observation))
+    return out
+
+
+def _piece(text: str, cap: int | None) -> str:
+    """``text`` whole, or its head and tail around a marker in about ``cap`` characters."""
+    if cap is None or len(text) <= cap:
+        return text
+    marker = f" ... [{len(text) - cap} characters cut to fit the context] ... "
+    keep = max(0, cap - len(marker))
+    return text[: keep - keep // 2] + marker + text[len(text) - keep // 2 :]
+
+
+def render_messages(messages: Sequence[Message], cap: int | None = None) -> str:
+    """One block per message, numbered from 0 (the layout of ReMe's
+    ``merge_messages_content``): a header with the step and the role, then an assistant's
+    reasoning and content and each tool call's name and arguments, a user message's content,
+    a tool message's call results. ``cap`` cuts every text longer than it (a cut input)."""
+    blocks = []
+    for i, m in enumerate(messages):
+        if m.role == "assistant":
+            block = f"### step {i}, role: assistant, content:\n{_piece(m.reasoning, cap)}\n\n"
+            block += f"{_piece(m.content, cap)}\n"
+            for name, arguments in m.calls:
+                block += f" - tool call: {name}\n   arguments: {_piece(arguments, cap)}\n"
+        elif m.role == "tool":
+            block = f"### step {i}, role: tool, tool call result:\n{_piece(m.content, cap)}\n"
+        else:
+            block = f"### step {i}, role: user, content:\n{_piece(m.content, cap)}\n"
+        blocks.append(block)
+    return "\n".join(blocks)
+
+
+def fit_messages(messages: Sequence[Message], room: int) -> tuple[str, bool]:
+    """The conversation in at most ``room`` characters when it can be, and whether it was cut:
+    whole when it fits; else every text cut to the largest common length that fits (the
+    longest texts, a tools block or a long result, lose their middles first; every message
+    stays); else, at :data:`MIN_PIECE_CHARS`, the middle of the whole text left out."""
+    room = max(0, int(room))
+    whole = render_messages(messages)
+    if len(whole) <= room:
+        return whole, False
+    if len(render_messages(messages, MIN_PIECE_CHARS)) <= room:
+        texts = [t for m in messages for t in (m.content, m.reasoning, *(a for _, a in m.calls))]
+        lo, hi = MIN_PIECE_CHARS, max(len(t) for t in texts)  # fits at lo, not at hi
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if len(render_messages(messages, mid)) <= room else (lo, mid)
+        return render_messages(messages, lo), True
+    text = render_messages(messages, MIN_PIECE_CHARS)
+    marker = f"\n... [{len(text)} characters; the middle cut to fit the context] ...\n"
+    keep = max(0, room - len(marker))
+    return text[: keep - keep // 2] + marker + text[len(text) - keep // 2 :], True
 
 
 def parse_experiences(
