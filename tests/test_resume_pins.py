@@ -70,6 +70,43 @@ def test_a_resume_after_its_snapshot_was_redone_is_refused_naming_the_snapshot(t
     assert pinned == _sha256(memory / "memory.json")
 
 
+def test_a_snapshot_cannot_change_under_a_running_evaluation(tmp_path):
+    """An evaluation holds the snapshot it starts from (a shared lock) and reads a private copy
+    pinned by sha256: redoing the snapshot's run meanwhile is refused, and a snapshot changed
+    behind the lock's back does not reach the evaluation's loads."""
+    from memarena.pipeline.acquire import load_pinned
+    from memarena.pipeline.build import build, close_parts
+
+    acquire = [*MEMCO, "experiment_name=acq", "protocol.max_train_tasks=4",
+               f"paths.results_dir={tmp_path}"]  # fmt: skip
+    _ok(run_py(acquire))
+    memory = _run_dir(tmp_path, "acq") / "memory"
+    first = _sha256(memory / "memory.json")
+    evaluate = [*MEMCO, "experiment_name=eval", "protocol.snapshot_from=acq",
+                "protocol.max_train_tasks=4", f"paths.results_dir={tmp_path}",
+                f"paths.llm_cache={tmp_path}/.llm_calls.sqlite"]  # fmt: skip
+    parts = build(compose_cfg(evaluate))
+    try:
+        assert parts.snapshot_sha == first and parts.snapshot_copy != memory
+        redo = run_py([*acquire, "env.seed=1", "protocol.resume=false"])
+        assert redo.returncode == 2 and "is in use: a run evaluating it" in _said(redo)
+        assert _sha256(memory / "memory.json") == first  # the refused redo left it alone
+        loaded = []
+        parts.memory.load = loaded.append  # what each run of the evaluation would load
+        load_pinned(parts, parts.memory)
+        (memory / "memory.json").write_text("{}")  # changed behind the lock's back
+        load_pinned(parts, parts.memory)  # still the pinned copy
+        assert loaded == [parts.snapshot_copy] * 2
+        assert _sha256(parts.snapshot_copy / "memory.json") == first
+        (parts.snapshot_copy / "memory.json").write_text("{}")  # every load checks the pin
+        with pytest.raises(ConfigError, match="changed after this run pinned it"):
+            load_pinned(parts, parts.memory)
+    finally:
+        close_parts(parts)
+    assert not parts.snapshot_copy.exists()  # the copy goes with the run
+    _ok(run_py([*acquire, "env.seed=1", "protocol.resume=false"]))  # nobody holds it now
+
+
 def test_a_snapshot_built_with_other_caps_is_refused_naming_both_runs(tmp_path):
     """An evaluation that names another train cap than the snapshot it reads (its numbers
     would not say that its memory came from 2 train tasks) is refused before anything runs,

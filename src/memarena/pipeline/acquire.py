@@ -32,7 +32,7 @@ import logging
 from dataclasses import replace
 
 from memarena.agent import EpisodeRunner, Policy
-from memarena.core import Task
+from memarena.core import MemoryMethod, Task
 from memarena.core.costs import add_into, counters, difference
 from memarena.pipeline.build import Parts
 from memarena.pipeline.summarize import check_errors
@@ -57,6 +57,17 @@ def complete_groups(records: list[EpisodeRecord], n: int) -> dict[str, list[Epis
     }
 
 
+def load_pinned(parts: Parts, memory: MemoryMethod) -> None:
+    """Load the snapshot the run starts from, from its private copy, checked against the
+    sha256 the run pinned (``protocol.snapshot_from``)."""
+    folder = parts.snapshot_copy or parts.snapshot_from
+    if folder is None:
+        raise ValueError("load_pinned: the run has no snapshot_from")
+    if parts.snapshot_sha is not None:
+        files.check_pinned(folder, parts.snapshot_sha, parts.snapshot_from)
+    memory.load(folder)
+
+
 def acquire(parts: Parts, policy: Policy) -> None:
     """Acquire the memory of ``parts`` with ``policy`` acting (the agent, or the expert for
     ICL), or load the snapshot evaluation starts from."""
@@ -66,7 +77,7 @@ def acquire(parts: Parts, policy: Policy) -> None:
     memory.begin_phase("acquire")
     if parts.snapshot_from is not None:
         log.info("evaluating on the saved snapshot %s (no acquisition)", parts.snapshot_from)
-        memory.load(parts.snapshot_from)
+        load_pinned(parts, memory)
         return
     if store.snapshot_complete():
         log.info("memory snapshot found in %s; skipping acquisition", store.memory_dir)
@@ -102,7 +113,8 @@ def acquire(parts: Parts, policy: Policy) -> None:
     # a dead server must not leave a snapshot learnt from error episodes: no snapshot, and a
     # rerun retries them (protocol.max_error_rate, or every episode an error)
     check_errors(parts, [r for t in tasks for r in done[t.id]], "acquisition")
-    memory.save(store.memory_dir)
+    with files.snapshot_rewrite(store.memory_dir):  # refused while a run evaluates it
+        memory.save(store.memory_dir)
     # the updates' cost (replayed on resume, so complete) plus every episode's retrievals
     spent = difference(difference(counters(memory), start), runner.retrieval_spent)
     for t in tasks:

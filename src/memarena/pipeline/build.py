@@ -49,7 +49,10 @@ class Parts:
     protocol: ProtocolSettings
     store: RunStore
     snapshot_from: Path | None = None
-    # what the run holds until it ends (the run directory's lock)
+    # the run's private copy of ``snapshot_from`` (every load reads it) and the sha256 it pinned
+    snapshot_copy: Path | None = None
+    snapshot_sha: str | None = None
+    # what the run holds until it ends (the run directory's lock, the snapshot's shared lock)
     holding: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
 
 
@@ -310,11 +313,14 @@ def build(
     try:
         if not protocol.resume:
             store.clear()
+        pin = snapshot_pin(snapshot)
         store.check_identity(
-            {**config_identity(cfg), **snapshot_pin(snapshot)},
-            OmegaConf.to_yaml(cfg, resolve=True),
-            snapshot,
+            {**config_identity(cfg), **pin}, OmegaConf.to_yaml(cfg, resolve=True), snapshot
         )
+        # loaded from a private copy, the source held shared: a rebuild cannot reach this run
+        copy = None
+        if snapshot is not None:
+            copy = holding.enter_context(files.pinned_copy(snapshot, pin[files.SNAPSHOT_PIN]))
         info = {**run_info(time.time()), "method_settings": memory.settings.to_dict()}
         store.begin_invocation(info, protocol.allow_code_change)
         env: Env = build_part(cfg.env)
@@ -350,7 +356,8 @@ def build(
         agent_loop=protocol.agent_loop,
         history_observation_chars=memory.history_observation_chars,
     )
-    parts = Parts(env, policy, memory, services, settings, protocol, store, snapshot)
+    parts = Parts(env, policy, memory, services, settings, protocol, store, snapshot, copy,
+                  pin.get(files.SNAPSHOT_PIN))  # fmt: skip
     parts.holding = holding
     return parts
 

@@ -24,11 +24,13 @@ from pathlib import Path
 
 from memarena.agent import EpisodeRunner
 from memarena.core import ConfigError
+from memarena.pipeline.acquire import load_pinned
 from memarena.pipeline.build import Parts
 from memarena.pipeline.learning import LearningRun
 from memarena.pipeline.tasks import cap_tasks, stated
 from memarena.results import store as files
 from memarena.results.records import EpisodeRecord, latest
+from memarena.results.store import verify_snapshot
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +73,7 @@ def evaluate(parts: Parts) -> list[EpisodeRecord]:
             # a learning run starts from the acquired memory; with memory_across_runs only the
             # first of a repetition does, the others go on with the memory the last one left
             if start is not None and (first_of_repetition or not protocol.memory_across_runs):
-                memory.load(start)
+                _load_start(parts, start)
             if learning:
                 theirs = [r for r in retries if r.agent == view and r.run == run and not stale]
                 ran = LearningRun(parts, run, view, repetition).play(runner, tasks, mine, theirs)
@@ -110,8 +112,19 @@ def _save_final(parts: Parts, run: int, view: str | None, n_tasks: int) -> None:
 
 
 def _start_snapshot(parts: Parts) -> Path | None:
-    """The snapshot a learning evaluation starts from: ``protocol.snapshot_from`` or this
-    run's own (None when the method acquired nothing, e.g. EvoGraph's online setting)."""
+    """The snapshot a learning evaluation starts from: ``protocol.snapshot_from`` (the run's
+    private copy of it) or this run's own (None when the method acquired nothing, e.g.
+    EvoGraph's online setting)."""
     if parts.snapshot_from is not None:
-        return parts.snapshot_from
+        return parts.snapshot_copy or parts.snapshot_from
     return parts.store.memory_dir if parts.store.snapshot_complete() else None
+
+
+def _load_start(parts: Parts, start: Path) -> None:
+    """Load the start snapshot for a run, checked on every load: ``snapshot_from``'s copy
+    against the sha256 the run pinned, the run's own against its marker."""
+    if parts.snapshot_from is not None:
+        load_pinned(parts, parts.memory)
+    else:
+        verify_snapshot(start)
+        parts.memory.load(start)

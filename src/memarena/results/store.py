@@ -30,11 +30,13 @@ flag, package versions, host, start, end, wall time, status and outcome), ``metr
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import logging
 import os
 import shutil
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -63,6 +65,9 @@ RECORD_FILES = (EPISODES, ACQUISITION, REFLECTIONS)
 # the identity key holding the sha256 of the snapshot an evaluation starts from
 # (protocol.snapshot_from). An identity recorded before it existed gains it on the next resume.
 SNAPSHOT_PIN = "snapshot_from.sha256"
+# a snapshot's readers' lock file: every run evaluating it holds a shared flock on it for its
+# whole invocation, and a rewrite of the snapshot (its run redone) is refused while one does
+SNAPSHOT_IN_USE = ".in_use"
 
 
 def run_dir_for(
@@ -97,7 +102,10 @@ class RunStore:
         return (base / str(view) if view is not None else base) / f"run{run}"
 
     def clear(self) -> None:
-        """Forget earlier records (``protocol.resume=false``)."""
+        """Forget earlier records (``protocol.resume=false``); refused while another run
+        evaluates this run's snapshot."""
+        with snapshot_rewrite(self.memory_dir):
+            pass
         for name in (*RECORD_FILES, METRICS, USAGE, IDENTITY):
             (self.dir / name).unlink(missing_ok=True)
         shutil.rmtree(self.memory_dir, ignore_errors=True)
@@ -434,3 +442,70 @@ def _differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
         for k in keys
         if old.get(k) != new.get(k)
     ]
+
+
+@contextlib.contextmanager
+def snapshot_rewrite(folder: Path) -> Iterator[None]:
+    """Hold ``folder`` (a snapshot) exclusively while it is rewritten or removed; refused,
+    naming the fix, while a run evaluating it (:func:`pinned_copy`) holds it."""
+    if not folder.is_dir():
+        yield
+        return
+    fh = open(folder / SNAPSHOT_IN_USE, "a+", encoding="utf-8")  # noqa: SIM115
+    try:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            busy = False
+        except BlockingIOError:
+            busy = True
+        if busy:
+            raise ConfigError(
+                f"memarena: the memory snapshot {folder} is in use: a run evaluating it "
+                "(protocol.snapshot_from) is running, and rewriting it now would change the "
+                "memory under that evaluation. Wait for it to finish, or write this run into "
+                "another paths.results_dir."
+            )
+        yield
+    finally:
+        fh.close()
+
+
+@contextlib.contextmanager
+def pinned_copy(folder: Path, sha256: str) -> Iterator[Path]:
+    """A private copy of the snapshot ``folder`` whose ``memory.json`` has the ``sha256`` the
+    run pinned, kept for the whole block (removed after it): every load of the run reads the
+    copy, so a rebuild of the source cannot reach a running evaluation. The source is held
+    shared for the block (:func:`snapshot_rewrite` refuses meanwhile); a source being rewritten,
+    or changed since the pin, is refused."""
+    fh = open(folder / SNAPSHOT_IN_USE, "a+", encoding="utf-8")  # noqa: SIM115
+    copy = Path(tempfile.mkdtemp(prefix="memarena-snapshot-"))
+    try:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+            busy = False
+        except BlockingIOError:
+            busy = True
+        if busy:
+            raise ConfigError(
+                f"memarena: the memory snapshot {folder} is being rewritten (its run is "
+                "running). Wait for that run to finish, then start this one."
+            )
+        ignore = shutil.ignore_patterns(SNAPSHOT_IN_USE)
+        shutil.copytree(folder, copy, dirs_exist_ok=True, ignore=ignore)
+        check_pinned(copy, sha256, folder)
+        yield copy
+    finally:
+        fh.close()
+        shutil.rmtree(copy, ignore_errors=True)
+
+
+def check_pinned(folder: Path, sha256: str, source: Path | None = None) -> None:
+    """The snapshot in ``folder`` is the one the run pinned, else a ConfigError."""
+    now = file_sha256(folder / SNAPSHOT_FILE)
+    if now != sha256:
+        raise ConfigError(
+            f"memarena: the memory snapshot {source or folder} changed after this run pinned it "
+            f"(sha256 {sha256[:12]}... in identity.json, {now[:12]}... now): its run was "
+            "redone. Rerun this evaluation (protocol.resume=false), or point "
+            "protocol.snapshot_from at the snapshot it pinned."
+        )
