@@ -275,6 +275,23 @@ def test_answer_tool_calls_become_tool_call_blocks_after_the_content():
     backbone.close()
 
 
+def test_a_servers_reasoning_stays_with_a_tool_reply_as_a_think_block():
+    """A server that splits the reasoning off (reasoning_content) gives the reply the local
+    engines give: the reasoning in a <think> block before the content and the calls, parsed
+    away from the action and kept for the record (ReMe's summarizer reads it)."""
+
+    def script(body, n):
+        response = _tool_response("Listing first.", CALLS[:1])
+        response.choices[0].message.reasoning_content = "The user wants the files."
+        return response
+
+    backbone, _ = make(script)
+    (out,) = backbone.generate([ChatRequest(HISTORY, tools=TOOLS)])
+    assert out.text.startswith("<think>\nThe user wants the files.\n</think>")
+    assert parse_tool_calls(out.text) == ("Listing first.", CALLS[:1])
+    backbone.close()
+
+
 def test_tools_need_native_tools():
     default, _ = make(lambda body, n: "x")
     assert default.native_tools  # the default: OpenAI and vllm serve take tools

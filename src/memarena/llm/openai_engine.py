@@ -605,6 +605,11 @@ class OpenAIBackbone(BackboneBase):
         choice = response.choices[0] if response.choices else None
         message = getattr(choice, "message", None)
         text = getattr(message, "content", None) or ""
+        reasoning = getattr(message, "reasoning_content", None) or ""
+        if reasoning and request.tools:  # a thinking agent's reply (a server's reasoning parser
+            # splits it off): kept as a <think> block, as the local engines keep it, so the
+            # record holds it and the env parses the rest (what ReMe's summarizer reads)
+            text = f"<think>\n{reasoning.strip()}\n</think>\n\n{text}"
         usage = getattr(response, "usage", None)
         return finish(
             request,
