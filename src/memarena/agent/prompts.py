@@ -59,6 +59,7 @@ PROMPT_FORMATS = ("conversation", "single")
 PROMPT_LAYOUTS = ("memarena", "reme_bfcl")  # protocol.prompt_layout (see the module docstring)
 # reme_bfcl: the first user message with memory is TASK_LABEL, the request, a blank line,
 # MEMORY_HEADER, then the memory (the order of bfcl_agent.py's get_query_with_memory; our words)
+
 TASK_LABEL = "Task:"
 MEMORY_HEADER = "Experience from similar tasks that may help you complete this one:"
 TOOL_CALLS = ("native", "text")  # tool-calling envs: native tool calls, or the env's text format
@@ -382,3 +383,15 @@ def _merge_users(messages: list[tuple[Message, _Spans]]) -> list[tuple[Message, 
         else:
             out.append((message, spans))
     return out
+
+
+def layout_conflict(layout: str, prompt_format: str, agent_loop: str) -> str | None:
+    """Why ``protocol.prompt_layout`` cannot go with the format and loop given, or None: a
+    layout other than memarena's lays out the conversation of memarena's own agent loop."""
+    if layout == "memarena" or (prompt_format == "conversation" and agent_loop == "memarena"):
+        return None
+    return (
+        f"protocol.prompt_layout={layout} lays out the conversation of memarena's agent loop: "
+        "it needs protocol.prompt_format=conversation and protocol.agent_loop=memarena (got "
+        f"{prompt_format} / {agent_loop})"
+    )

@@ -65,6 +65,7 @@ from memarena.agent.prompts import (
     Conversation,
     MemorySpan,
     build_single,
+    layout_conflict,
 )
 from memarena.core import (
     PROMPT_TOO_LONG,
@@ -134,14 +135,9 @@ class RunnerSettings:
                 f"protocol.prompt_layout must be one of {PROMPT_LAYOUTS}, "
                 f"not {self.prompt_layout!r}"
             )
-        if self.prompt_layout != "memarena" and (
-            self.prompt_format != "conversation" or self.agent_loop != "memarena"
-        ):
-            raise ValueError(
-                f"protocol.prompt_layout={self.prompt_layout} lays out the conversation format "
-                "of memarena's agent loop (protocol.prompt_format=conversation, "
-                f"protocol.agent_loop=memarena), not {self.prompt_format} / {self.agent_loop}"
-            )
+        conflict = layout_conflict(self.prompt_layout, self.prompt_format, self.agent_loop)
+        if conflict:
+            raise ValueError(conflict)
         if self.tool_calls not in TOOL_CALLS:
             raise ValueError(
                 f"protocol.tool_calls must be 'native' or 'text', not {self.tool_calls!r}"

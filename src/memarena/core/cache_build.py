@@ -137,6 +137,17 @@ def build_lock(folder: Path, what: str) -> Iterator[None]:
         yield
 
 
+def try_flock(fh, mode: int) -> bool:
+    """Take the advisory lock ``mode`` (``fcntl.LOCK_EX`` / ``LOCK_SH``) on the open file
+    ``fh`` without waiting: True when taken, False when another process holds a conflicting
+    one."""
+    try:
+        fcntl.flock(fh.fileno(), mode | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
 @contextlib.contextmanager
 def holding(fh, on_busy: Callable[[str], None]) -> Iterator[None]:
     """Hold an exclusive advisory lock (flock) on the open file ``fh``, writing who holds it
@@ -144,11 +155,7 @@ def holding(fh, on_busy: Callable[[str], None]) -> Iterator[None]:
     refuse, or returns to wait for the lock. Closing ``fh`` (at the end) releases it; so does
     the kernel when the holder dies. The run store's lock is this one too."""
     try:
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-            busy = False
-        except BlockingIOError:
-            busy = True
+        busy = not try_flock(fh, fcntl.LOCK_EX)
         if busy:  # (outside the except: a refusal is not raised "during" the BlockingIOError)
             fh.seek(0)
             on_busy(fh.read().strip() or "another process")

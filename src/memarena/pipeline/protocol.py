@@ -23,7 +23,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from memarena.agent.autogen import AGENT_LOOPS
-from memarena.agent.prompts import PROMPT_FORMATS, PROMPT_LAYOUTS, TOOL_CALLS
+from memarena.agent.prompts import PROMPT_FORMATS, PROMPT_LAYOUTS, TOOL_CALLS, layout_conflict
 from memarena.core import ConfigError
 from memarena.core.settings import plain, reading
 
@@ -118,15 +118,9 @@ class ProtocolSettings:
                     f"memarena: protocol.{key}={getattr(self, key)!r}; valid: {list(valid)}."
                 )
 
-        if self.prompt_layout != "memarena" and (
-            self.prompt_format != "conversation" or self.agent_loop != "memarena"
-        ):
-            raise ConfigError(
-                f"memarena: protocol.prompt_layout={self.prompt_layout} lays out the "
-                "conversation of memarena's agent loop: it needs protocol.prompt_format="
-                "conversation and protocol.agent_loop=memarena (got "
-                f"{self.prompt_format} / {self.agent_loop})."
-            )
+        conflict = layout_conflict(self.prompt_layout, self.prompt_format, self.agent_loop)
+        if conflict:
+            raise ConfigError(f"memarena: {conflict}.")
 
     @classmethod
     def keys(cls) -> list[str]:

@@ -42,7 +42,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from memarena.core.cache_build import holding
+from memarena.core.cache_build import holding, try_flock
 from memarena.core.errors import ConfigError
 from memarena.core.memory import SNAPSHOT_FILE
 from memarena.results.records import EpisodeRecord
@@ -386,7 +386,9 @@ def snapshot_sha256(folder: Path) -> str:
     """The sha256 of a complete snapshot's ``memory.json``: its marker's (checked by
     :func:`verify_snapshot`), computed for a marker without one."""
     recorded = snapshot_marker(folder).get("sha256")
-    return recorded if isinstance(recorded, str) and recorded else file_sha256(folder / SNAPSHOT_FILE)
+    if isinstance(recorded, str) and recorded:
+        return recorded
+    return file_sha256(folder / SNAPSHOT_FILE)
 
 
 def snapshot_marker(folder: Path) -> dict[str, Any]:
@@ -453,12 +455,7 @@ def snapshot_rewrite(folder: Path) -> Iterator[None]:
         return
     fh = open(folder / SNAPSHOT_IN_USE, "a+", encoding="utf-8")  # noqa: SIM115
     try:
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-            busy = False
-        except BlockingIOError:
-            busy = True
-        if busy:
+        if not try_flock(fh, fcntl.LOCK_EX):
             raise ConfigError(
                 f"memarena: the memory snapshot {folder} is in use: a run evaluating it "
                 "(protocol.snapshot_from) is running, and rewriting it now would change the "
@@ -480,12 +477,7 @@ def pinned_copy(folder: Path, sha256: str) -> Iterator[Path]:
     fh = open(folder / SNAPSHOT_IN_USE, "a+", encoding="utf-8")  # noqa: SIM115
     copy = Path(tempfile.mkdtemp(prefix="memarena-snapshot-"))
     try:
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
-            busy = False
-        except BlockingIOError:
-            busy = True
-        if busy:
+        if not try_flock(fh, fcntl.LOCK_SH):
             raise ConfigError(
                 f"memarena: the memory snapshot {folder} is being rewritten (its run is "
                 "running). Wait for that run to finish, then start this one."

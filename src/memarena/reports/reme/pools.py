@@ -48,7 +48,8 @@ def pool_rows(summary: pd.DataFrame, backbones: tuple[str, ...] = BACKBONES) -> 
     ours = _cells(summary)
     paper = paper_rows(["table1"])
     bfcl = paper[paper["setting"] == "bfcl"]
-    stated = dict(zip(zip(bfcl["bkey"], bfcl["variant"], bfcl["metric"]), bfcl["value"]))
+    keys = zip(bfcl["bkey"], bfcl["variant"], bfcl["metric"], strict=True)
+    stated = dict(zip(keys, bfcl["value"], strict=True))
     rows = []
     for backbone in backbones:
         bkey = backbone_key(backbone)
@@ -61,6 +62,7 @@ def pool_rows(summary: pd.DataFrame, backbones: tuple[str, ...] = BACKBONES) -> 
                 row[f"{METRIC_LABELS[metric]} ours"] = cell(mean, std, n, note)
                 value = stated.get((bkey, variant, metric))
                 spread = stated.get((bkey, variant, f"{metric}_std"))
-                row[f"{METRIC_LABELS[metric]} paper"] = "-" if value is None else cell(value, spread)
+                paper_cell = "-" if value is None else cell(value, spread)
+                row[f"{METRIC_LABELS[metric]} paper"] = paper_cell
             rows.append(row)
     return pd.DataFrame(rows)
