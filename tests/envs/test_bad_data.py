@@ -223,6 +223,7 @@ def _parts(learns: bool) -> SimpleNamespace:
         env=_TestOnlyEnv(),
         policy=SimpleNamespace(is_llm=True),
         memory=SimpleNamespace(learns=learns, name="test"),
+        store=SimpleNamespace(invocations=lambda: []),
     )
 
 

@@ -191,6 +191,7 @@ def test_the_runner_counts_fits_ends_refused_episodes_and_the_run_is_flagged():
         env=env,
         policy=SimpleNamespace(is_llm=True),
         memory=SimpleNamespace(learns=False, name="none"),
+        store=SimpleNamespace(invocations=lambda: []),
     )  # fmt: skip
     metrics["memory_fallback_rate"] = 0.0
     assert flags_of(parts, metrics) == ["prompt_truncated", "prompt_too_long"]

@@ -15,7 +15,9 @@ error: ``n_errors`` in evaluation, ``acquisition_errors`` while acquiring) and `
 (episodes cut by ``protocol.episode_timeout_s``: ``n_timeouts``), ``prompt_truncated`` (an
 agent prompt, in evaluation or acquisition, whose head the backbone cut to fit the context:
 ``backbone.prompt_overflow=cut_left``) and ``prompt_too_long`` (episodes ended because the
-agent's prompt did not fit the context). ``run_fingerprint`` digests
+agent's prompt did not fit the context), ``invalid_replies`` (more than half the agent's replies
+could not be acted on: ``invalid_reply_rate``) and ``code_changed`` (resumed on other code with
+``protocol.allow_code_change``, recorded in ``run_info.json``). ``run_fingerprint`` digests
 what the run did and remembered (:func:`memarena.results.metrics.behaviour_fingerprint`): seeds
 with equal fingerprints are one run repeated.
 
@@ -46,6 +48,8 @@ from memarena.results.records import EpisodeRecord, latest
 
 # a learning memory whose LLM answers fell back more often than this is flagged degenerate
 DEGENERATE_FALLBACK_RATE = 0.5
+# a run whose agent replies could not be acted on more often than this is flagged
+INVALID_REPLY_RATE = 0.5
 
 
 def acquisition_cost(
@@ -176,6 +180,10 @@ def flags_of(parts: Parts, metrics: dict[str, Any], paper_backbone: bool = True)
     for kind in ("prompt_truncated", "prompt_too_long"):
         if metrics.get(kind) or metrics.get(f"acquisition_{kind}"):
             out.append(kind)
+    if (metrics.get("invalid_reply_rate") or 0.0) > INVALID_REPLY_RATE:
+        out.append("invalid_replies")
+    if any(i.get("code_changed_from") for i in parts.store.invocations()):
+        out.append("code_changed")
     return out
 
 

@@ -90,6 +90,7 @@ class RunStore:
         # called with (file name, record) after each episode record is written (live metrics)
         self.listeners: list[Callable[[str, EpisodeRecord], None]] = []
         self.invocation_open = False  # this process's run_info.json entry, until closed
+        self.metrics_stale = False  # a record was added since metrics.json was written
 
     @property
     def memory_dir(self) -> Path:
@@ -205,6 +206,11 @@ class RunStore:
         :func:`code_change`) is refused unless ``allow_code_change``; allowed, the entry
         records ``code_changed_from``."""
         data = self._run_info()
+        for dead in (i for i in data["invocations"] if i.get("finished") is None):
+            # an entry never closed: its process died (it no longer holds the run's lock)
+            dead.update(status="killed", outcome="ended without closing its entry (killed: "
+                        "SIGKILL, out of memory, a lost node)",
+                        found_killed=time.strftime("%Y-%m-%dT%H:%M:%S"))  # fmt: skip
         entry = {**info, "allow_code_change": bool(allow_code_change)}
         previous = next((i for i in reversed(data["invocations"]) if i.get("git_commit")), None)
         change = code_change(previous, info) if self.has_records() else None
@@ -245,6 +251,10 @@ class RunStore:
         data["wall_s"] = round(sum(i.get("wall_s") or 0 for i in data["invocations"]), 2)
         self.write_json(RUN_INFO, data)
 
+    def invocations(self) -> list[dict[str, Any]]:
+        """The processes ``run_info.json`` records for this run, oldest first."""
+        return list(self._run_info()["invocations"])
+
     def _run_info(self) -> dict[str, Any]:
         try:
             data = self.read_json(RUN_INFO)
@@ -256,6 +266,11 @@ class RunStore:
 
     # --- JSONL --------------------------------------------------------------------------
     def append(self, name: str, record: dict[str, Any]) -> None:
+        if name in RECORD_FILES and not self.metrics_stale:
+            # metrics.json no longer describes the records: gone until the run writes it
+            # again, so a killed resume never leaves a table reporting fewer tasks than ran
+            (self.dir / METRICS).unlink(missing_ok=True)
+            self.metrics_stale = True
         line = json.dumps(record, ensure_ascii=False) + "\n"
         with open(self.dir / name, "a", encoding="utf-8") as fh:
             fh.write(line)
@@ -319,6 +334,8 @@ class RunStore:
     # --- whole files --------------------------------------------------------------------
     def write_json(self, name: str, obj: Any) -> None:
         self.write_text(name, json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n")
+        if name == METRICS:  # describes the records again, until the next one is added
+            self.metrics_stale = False
 
     def write_text(self, name: str, text: str) -> None:
         """Write ``name`` whole or not at all: a temporary file renamed over it, removed when
