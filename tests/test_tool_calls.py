@@ -3,11 +3,11 @@ chat messages for templates and for the OpenAI API, and BFCL function documents 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
+from needs import need_module
 
 from memarena.core import (
     ChatRequest,
@@ -218,11 +218,8 @@ def _types(node) -> set[str]:
     return found
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("bfcl_eval") is None,
-    reason="bfcl_eval is not installed (pip install --no-deps bfcl-eval==2025.8.6 mpmath)",
-)
 def test_bfcl_multi_turn_docs_become_valid_tools():
+    need_module("bfcl_eval")
     import bfcl_eval
     import jsonschema
 

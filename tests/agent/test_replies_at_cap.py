@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 from doubles import EchoEnv
+from needs import need_module
 
 from memarena.agent import EpisodeRunner, RunnerSettings, as_policy
 from memarena.agent.policy import ExpertPolicy, LLMPolicy
@@ -71,7 +72,7 @@ def test_the_backbones_own_cap_counts_and_constrained_or_expert_replies_never_do
 def test_enable_thinking_is_a_key_every_agent_backbone_takes():
     # the expert takes it and ignores it (ReMe's BFCL experiments run with backbone=scripted)
     assert ExpertPolicy(enable_thinking=True).name.startswith("scripted")
-    pytest.importorskip("openai")
+    need_module("openai")
     from memarena.core.errors import ConfigError
     from memarena.llm.openai_engine import OpenAIBackbone
 

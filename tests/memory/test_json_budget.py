@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from baseline_helpers import episode, query, services
 from doubles import FakeEmbedder
+from needs import need_module
 
 from memarena.core import (
     ConfigError,
@@ -359,7 +360,7 @@ def _memskill(llm, cap):
 
 
 def _langmem(llm, cap):
-    pytest.importorskip("trustcall")
+    need_module("trustcall", "the langmem extra: pip install -e '.[langmem]' (`make setup-test`)")
     import trustcall._base as trustcall
     from langchain_core.messages import HumanMessage
 
@@ -466,7 +467,9 @@ class _ByteTokenizer:
 
 
 def test_llguidance_takes_each_longest_answer_and_then_only_the_end_token():
-    llguidance = pytest.importorskip("llguidance")
+    need_module("llguidance")
+    import llguidance
+
     from memarena.llm.hf_constraints import compact_json  # the options the hf engine decodes with
 
     tokenizer = llguidance.LLTokenizer(llguidance.TokenizerWrapper(_ByteTokenizer()))
