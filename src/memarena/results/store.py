@@ -40,6 +40,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from memarena.core import jsonl
 from memarena.core.cache_build import holding
 from memarena.core.errors import ConfigError
 from memarena.core.memory import SNAPSHOT_FILE
@@ -283,7 +284,7 @@ class RunStore:
         if not path.exists():
             return []
         raw = path.read_bytes()
-        lines = raw.splitlines(keepends=True)
+        lines = jsonl.lines(raw, keepends=True)
         records: list[dict[str, Any]] = []
         good = 0
         for i, line in enumerate(lines):
