@@ -70,6 +70,16 @@ def test_pddl_empty_and_broken_problem_files(tmp_path):
     assert f"domain file {folder / 'gripper.pddl'}" in msg  # what it was parsed with
 
 
+def test_pddl_goal_naming_an_undeclared_object_is_refused(tmp_path):
+    # issue 50, 5: it ran as an unsolvable task with only a warning
+    folder = _pddl_folder(tmp_path, problem=PROBLEM.replace("(at ball1 roomb)", "(at ball9 roomb)"))
+    with pytest.raises(ConfigError) as err:
+        load_folder(folder, ["gripper"])
+    msg = str(err.value)
+    assert msg.startswith(f"memarena: the problem file {folder / 'gripper' / 'prob01.pddl'}")
+    assert "names the object ball9" in msg and "declare it in :objects" in msg
+
+
 # -- HotpotQA ---------------------------------------------------------------------------------
 def _hotpot(**changes) -> dict:
     record = {
