@@ -34,7 +34,8 @@ def test_the_helper_splits_at_newline_only():
 
 
 def test_fever_claims_and_memco_partition_with_separators_round_trip(tmp_path):
-    claim = {"id": 7, "label": "SUPPORTS", "claim": f"A {ODD} film.", "evidence": [[[1, 2, "A", 0]]]}
+    claim = {"id": 7, "label": "SUPPORTS", "claim": f"A {ODD} film.",
+             "evidence": [[[1, 2, "A", 0]]]}  # fmt: skip
     (got,) = read_claims(_write(tmp_path / "claims.jsonl", [claim]))
     assert got["claim"] == claim["claim"]
     for name in ("fever_ab_train_A_v3.jsonl", "fever_ab_train_B_v3.jsonl",

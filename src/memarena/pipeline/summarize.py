@@ -4,8 +4,9 @@
 completion marker, the memory the records rebuild), so a resumed run's equals an
 uninterrupted run's, key for key; times and process counters go to ``run_info.json`` and
 ``usage.json``. It also says what the run was, so a smoke run never passes for a paper cell:
-``n_tasks``, and ``flags`` naming a ``capped`` task list, ``stand_in_data`` (the env's
-embedded stand-in, not the benchmark's official data), a ``non_llm_backbone`` (the scripted
+``n_tasks``, and ``flags`` naming a ``capped`` task list, a ``short_split`` (a FEVER /
+HotpotQA split whose file holds fewer records than ``env.num_<split>`` asks),
+``stand_in_data`` (the env's embedded stand-in, not the benchmark's official data), a ``non_llm_backbone`` (the scripted
 expert), a ``not_paper_backbone`` (an LLM that is not one of ``report.backbones``, those the
 run's paper tables were reported with), a ``degenerate_memory`` (a learning memory that holds
 nothing, or whose LLM answers mostly fell back) and a ``train_test_overlap`` (a memory learnt
@@ -153,6 +154,9 @@ def flags_of(parts: Parts, metrics: dict[str, Any], paper_backbone: bool = True)
         train_cap and parts.memory.learns and train_cap < len(env.tasks(protocol.train_split))
     ):
         out.append("capped")
+    short = getattr(env, "short_splits", None) or {}
+    if protocol.eval_split in short or (parts.memory.learns and protocol.train_split in short):
+        out.append("short_split")  # a split smaller than the env's num_<split> asks
     if getattr(env, "stand_in", False):
         out.append("stand_in_data")
     if not parts.policy.is_llm:

@@ -335,6 +335,8 @@ def report_missing(
 
 FLAG_MEANINGS = {
     "capped": "a capped task list (protocol.max_*_tasks)",
+    "short_split": "a FEVER / HotpotQA split whose file holds fewer records than env.num_test / "
+    "env.num_train ask (the warning names the asked and the available count)",
     "stand_in_data": "the env's embedded stand-in data, not the benchmark's official data",
     "non_llm_backbone": "the scripted expert, not an LLM",
     "not_paper_backbone": "an LLM the paper did not report this table with (report.backbones)",
