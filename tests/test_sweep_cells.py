@@ -20,7 +20,8 @@ def test_a_sweep_that_runs_one_cell_twice_is_refused_naming_the_jobs_and_the_fol
     for overrides, jobs in [
         (["seed=0,0"], "'seed=0' and 'seed=0'"),
         (["method=icl,none,icl"], "'method=icl' and 'method=icl'"),
-        (["protocol.temperature=0,0.5"], "'protocol.temperature=0' and 'protocol.temperature=0.5'"),
+        (["protocol.temperature=0,0.5"],
+         "'protocol.temperature=0' and 'protocol.temperature=0.5'"),
     ]:
         error = check_overrides([*SCRIPTED, f"paths.results_dir={tmp_path}", *overrides], CONF)
         assert error is not None and error.startswith("memarena: the sweep runs one cell twice")
