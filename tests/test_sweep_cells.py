@@ -26,7 +26,8 @@ def test_a_sweep_that_runs_one_cell_twice_is_refused_naming_the_jobs_and_the_fol
         error = check_overrides([*SCRIPTED, f"paths.results_dir={tmp_path}", *overrides], CONF)
         assert error is not None and error.startswith("memarena: the sweep runs one cell twice")
         assert jobs in error, error
-        assert str(tmp_path / "demo" / "pddl_generated") in error and error.endswith("did not start.")
+        assert str(tmp_path / "demo" / "pddl_generated") in error
+        assert error.endswith("the run did not start.")
     # an experiment's own sweep and the command line together
     error = duplicate_cells(["experiment=pddl_baselines", "seed=3,3"], {"method": "none,icl"})
     assert error and "seed=3" in error and "pddl_baselines" in error
