@@ -8,8 +8,8 @@ uninterrupted run's, key for key; times and process counters go to ``run_info.js
 HotpotQA split whose file holds fewer records than ``env.num_<split>`` asks),
 ``stand_in_data`` (the env's embedded stand-in, not the benchmark's official data), a
 ``non_llm_backbone`` (the scripted expert), a ``not_paper_backbone`` (an LLM that is not one
-of ``report.backbones``, those the run's paper tables were reported with), a ``degenerate_memory`` (a learning memory that holds
-nothing, or whose LLM answers mostly fell back) and a ``train_test_overlap`` (a memory learnt
+of ``report.backbones``, those the run's paper tables were reported with), a
+``degenerate_memory`` (a learning memory that holds nothing, or whose LLM answers mostly fell back) and a ``train_test_overlap`` (a memory learnt
 on tasks whose id or goal is a test task's: MemCo's PDDL lists, ``env.train_source=problems``;
 how many test tasks: ``train_test_overlap_tasks``), ``errors`` (episodes that ended with status
 error: ``n_errors`` in evaluation, ``acquisition_errors`` while acquiring) and ``timeouts``
