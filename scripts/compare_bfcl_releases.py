@@ -24,9 +24,10 @@ from __future__ import annotations
 import argparse
 import difflib
 import importlib.util
-import json
 from pathlib import Path
 from typing import Any
+
+from memarena.core.jsonl import read_jsonl
 
 FIELDS = ("question", "initial_config", "involved_classes", "missed_function")
 CHECKER = Path("eval_checker") / "multi_turn_eval"
@@ -52,8 +53,7 @@ def installed_package() -> Path:
 
 
 def json_lines(path: Path) -> dict[str, dict[str, Any]]:
-    with path.open(encoding="utf-8") as f:
-        rows = [json.loads(line) for line in f if line.strip()]
+    rows = read_jsonl(path)
     return {row["id"]: row for row in rows}
 
 

@@ -25,6 +25,8 @@ import argparse
 import json
 from pathlib import Path
 
+from memarena.core.jsonl import read_jsonl
+
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "memarena" / "envs"
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "memco_partitions"
 ALFWORLD_SPLITS = ("train", "valid_seen", "valid_unseen")
@@ -72,17 +74,15 @@ def fever_partition(root: Path) -> list[dict]:
     }
     rows = []
     for name, split in files.items():
-        for line in (root / "fever" / name).read_text().splitlines():
-            if line.strip():
-                r = json.loads(line)
-                rows.append(
-                    {
-                        "id": r["id"],
-                        "split": split,
-                        "ab_domain": r["ab_domain"],
-                        "label": r["label"],
-                    }
-                )
+        for r in read_jsonl(root / "fever" / name):
+            rows.append(
+                {
+                    "id": r["id"],
+                    "split": split,
+                    "ab_domain": r["ab_domain"],
+                    "label": r["label"],
+                }
+            )
     return rows
 
 

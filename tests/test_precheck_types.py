@@ -5,9 +5,10 @@ made. The annotation checker is tested on hand-worked cases."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Optional, Union
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Optional, Union
 
 import pytest
 from omegaconf import OmegaConf
@@ -15,6 +16,7 @@ from omegaconf import OmegaConf
 from conftest import CONF, run_py
 from memarena.config_check import check_overrides
 from memarena.core import ConfigError
+from memarena.core.typecheck import Range
 from memarena.pipeline.validate import describe, fits, param_annotations, validate
 
 if TYPE_CHECKING:
@@ -53,6 +55,10 @@ SCRIPTED = ["env=pddl", "backbone=scripted", "logger=none"]
         # what the check does not know passes: Any, no annotation, a class, a Callable
         ("anything", Any, True), (None, Any, True), ("x", object, True), ("x", Path, True),
         (3, Path, False),
+        # a number is finite (issue 50, 4): nan passes no bound, inf is no setting's value
+        (float("nan"), float, False), (float("inf"), float, False), (-math.inf, float, False),
+        (math.nan, float | None, False), (math.nan, Annotated[float, Range(ge=0)], False),
+        (math.inf, Annotated[float, Range(ge=0)], False), (1e300, float, True),
     ],
 )  # fmt: skip
 def test_fits_worked_cases(value, hint, ok):
@@ -167,6 +173,21 @@ def test_top_level_values_are_typed():
                          "seed=0,abc"),
         (["method=none,memco", "method.threshold=abc"], "method.threshold='abc' must be a number"),
         (["method=memco", "method.k_local=1,2.5"], "method.k_local=2.5 must be an int"),
+        # non-finite numbers and an empty evaluation (issue 50, 4), a sweep's values too
+        (["protocol.temperature=nan"], "protocol.temperature=nan is not a finite number"),
+        (["protocol.temperature=inf"], "protocol.temperature=inf is not a finite number"),
+        (["protocol.episode_timeout_s=nan"], "protocol.episode_timeout_s=nan is not a finite"),
+        (["protocol.max_error_rate=nan"], "protocol.max_error_rate=nan is not a finite number"),
+        (["protocol.temperature=0,-inf"], "protocol.temperature=-inf must be a number (got -inf, "
+                                          "which is not a finite number)"),
+        (["protocol.max_eval_tasks=0"], "protocol.max_eval_tasks=0 would evaluate no task"),
+        (["protocol.max_eval_tasks=2,0"], "protocol.max_eval_tasks=0 would evaluate no task"),
+        (["backbone=scripted", "backbone.epsilon=nan"],
+         "backbone.epsilon=nan must be a number (memarena.agent.policy.ExpertPolicy takes "
+         "epsilon: float; got nan, which is not a finite number)"),
+        (["method=memco", "method.threshold=inf"], "method.threshold=inf must be a number > 0"),
+        (["method=reme", "method.dedup_threshold=nan"],
+         "method.dedup_threshold=nan must be a number"),
     ],
 )  # fmt: skip
 def test_precheck_names_a_bad_value(overrides, message):
@@ -178,7 +199,11 @@ def test_precheck_names_a_bad_value(overrides, message):
 def test_precheck_passes_good_values():
     assert check_overrides(["seed=3", "method=memco", "method.threshold=0.5", "method.facets=[x]"],
                            CONF) is None  # fmt: skip
-    assert check_overrides(["seed=0,1", "method=none,memco", "method.k_local=2,3"], CONF) is None
+    assert check_overrides(["seed=0,1", "method=none,memco", "method.k_local=2"], CONF) is None
+    # k_local=2,3 would write each memco cell (and each none cell: none drops the key) twice:
+    # refused as one cell run twice (tests/test_sweep_cells.py)
+    error = check_overrides(["seed=0,1", "method=none,memco", "method.k_local=2,3"], CONF)
+    assert error is not None and "runs one cell twice" in error
 
 
 @pytest.mark.parametrize(
@@ -190,6 +215,7 @@ def test_precheck_passes_good_values():
             "method.threshold='abc' must be a number > 0 and < 1 (memarena.memory.memco.method."
             "MemCo takes threshold: float > 0 and < 1; got str)",
         ),
+        (["protocol.temperature=nan"], "protocol.temperature=nan is not a finite number"),
     ],
 )
 def test_run_py_stops_a_bad_value_before_any_folder(tmp_path, override, message):

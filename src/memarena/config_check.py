@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import difflib
 import itertools
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from hydra import compose, initialize_config_dir
+from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Override
@@ -180,6 +183,9 @@ def plan_overrides(overrides: list[str], conf_dir: Path = CONF_DIR, multirun: bo
         plan.error = _strict_keys(cfg, checked, conf_dir) or _sweep_types(key_overrides, combos)
         if not multirun and plan.error is None:
             plan.error = _sweep_without_multirun(cfg, overrides, {ov.key_or_group for ov in parsed})
+        if multirun and plan.error is None:
+            jobs = [plan.rewrites.get(o, o) for o in overrides]
+            plan.error = duplicate_cells(jobs, cfg.hydra.sweeper.get("params"), conf_dir)
     except (HydraException, OmegaConfBaseException) as exc:
         text = " ".join(f"{exc} {exc.__cause__ or ''}".split())
         bad = _missing_key(exc)
@@ -189,6 +195,68 @@ def plan_overrides(overrides: list[str], conf_dir: Path = CONF_DIR, multirun: bo
     finally:
         GlobalHydra.instance().clear()
     return plan
+
+
+def sweep_jobs(overrides: list[str], params: Mapping[str, Any] | None) -> list[list[str]]:
+    """The overrides of each job of the sweep, as Hydra's basic sweeper lists them: the
+    experiment's ``hydra.sweeper.params`` then the command line (a later key replaces an
+    earlier one), the product of their values in order. [] for a sweep it cannot list (an
+    interval, a range of another sweeper)."""
+    return _sweep(overrides, params)[0]
+
+
+def _sweep(
+    overrides: list[str], params: Mapping[str, Any] | None
+) -> tuple[list[list[str]], set[str]]:
+    """(:func:`sweep_jobs`, the keys swept: those that list values)."""
+    args = [f"{k}={v}" for k, v in (params or {}).items()] + list(overrides)
+    try:
+        parsed = OverridesParser.create().parse_overrides(args)
+        (jobs,) = BasicSweeper.split_arguments(parsed, None)
+    except (HydraException, ValueError):
+        return [], set()
+    swept = {ov.get_key_element(): ov.is_sweep_override() for ov in parsed}
+    return jobs, {k for k, v in swept.items() if v}
+
+
+def duplicate_cells(
+    overrides: list[str], params: Mapping[str, Any] | None, conf_dir: Path = CONF_DIR
+) -> str | None:
+    """The refusal of a sweep two of whose jobs would write one run folder (``-m seed=0,0``, or
+    two values of a key the folder does not name): the second job would rerun the first's cell
+    (the basic launcher) or fail on its lock (joblib, Ray, Slurm). Each job's folder is the
+    pipeline's :func:`~memarena.pipeline.build.run_dir` of its composed config (one
+    composition per job less its seed; the seed is read from the job's overrides)."""
+    from memarena.pipeline.build import run_dir
+
+    jobs, swept = _sweep(overrides, params)
+    if len(jobs) < 2:
+        return None
+    seen: dict[Path, list[str]] = {}
+    composed: dict[tuple[str, ...], DictConfig] = {}
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(conf_dir), version_base=None):
+        for job in jobs:
+            seeds = [o.split("=", 1)[1] for o in job if o.lstrip("+").split("=", 1)[0] == "seed"]
+            rest = tuple(o for o in job if o.lstrip("+").split("=", 1)[0] != "seed")
+            if rest not in composed:
+                composed[rest] = compose(config_name="config", overrides=list(rest))
+            cfg = composed[rest]
+            if seeds:
+                cfg = OmegaConf.merge(cfg, {"seed": int(seeds[-1])})
+            folder = run_dir(cfg)
+            if folder in seen:
+                first, second = (" ".join(o for o in j if o.split("=", 1)[0] in swept)
+                                 for j in (seen[folder], job))  # fmt: skip
+                return (
+                    f"memarena: the sweep runs one cell twice: the jobs {first!r} and "
+                    f"{second!r} would both write "
+                    f"{folder}. The second would rerun the first's cell (or fail on its lock). "
+                    "Give each value once (seed=0,0 -> seed=0,1), or give the jobs different "
+                    "experiment_name / ablation values; the run did not start."
+                )
+            seen[folder] = job
+    return None
 
 
 MAX_COMBINATIONS = 64  # swept group choices checked one by one (the rest share their keys)

@@ -70,6 +70,16 @@ def test_pddl_empty_and_broken_problem_files(tmp_path):
     assert f"domain file {folder / 'gripper.pddl'}" in msg  # what it was parsed with
 
 
+def test_pddl_goal_naming_an_undeclared_object_is_refused(tmp_path):
+    # issue 50, 5: it ran as an unsolvable task with only a warning
+    folder = _pddl_folder(tmp_path, problem=PROBLEM.replace("(at ball1 roomb)", "(at ball9 roomb)"))
+    with pytest.raises(ConfigError) as err:
+        load_folder(folder, ["gripper"])
+    msg = str(err.value)
+    assert msg.startswith(f"memarena: the problem file {folder / 'gripper' / 'prob01.pddl'}")
+    assert "names the object ball9" in msg and "declare it in :objects" in msg
+
+
 # -- HotpotQA ---------------------------------------------------------------------------------
 def _hotpot(**changes) -> dict:
     record = {
@@ -234,3 +244,38 @@ def test_flags_ask_only_for_the_splits_the_run_used():
     learning = _parts(learns=True)  # a learning memory did use the train split
     with pytest.raises(ConfigError, match="no split 'train'"):
         flags_of(learning, {"memory_fallback_rate": 0.0, "memory_size": 3})
+
+
+# -- splits smaller than asked (issue 50, 5) --------------------------------------------------
+@pytest.mark.parametrize("env_name", ["fever", "hotpotqa"])
+def test_a_split_smaller_than_asked_is_warned_and_flagged(tmp_path, caplog, env_name):
+    from memarena.envs.fever import FeverEnv
+    from memarena.envs.hotpotqa import HotpotQAEnv
+    from memarena.envs.wiki import ContextWiki
+
+    if env_name == "fever":
+        path = _claims(tmp_path, [json.dumps({**CLAIM, "id": i}).encode() for i in range(5)])
+        env = FeverEnv(wiki=ContextWiki(), dataset="official", path=str(path), num_test=3)
+    else:
+        path = tmp_path / "hotpot.json"
+        path.write_text(json.dumps([_hotpot(_id=f"q{i}") for i in range(5)]))
+        env = HotpotQAEnv(wiki=ContextWiki(), dataset="distractor", path=str(path), num_test=3)
+    with caplog.at_level("WARNING"):
+        assert len(env.tasks("test")) == 3 and len(env.tasks("train")) == 2
+    assert env.short_splits == {"train": {"asked": 100, "available": 2}}
+    (warning,) = [r.getMessage() for r in caplog.records if "num_train" in r.getMessage()]
+    assert f"env.num_train=100 but {path} holds only 2" in warning
+    parts = SimpleNamespace(
+        protocol=SimpleNamespace(max_eval_tasks=None, max_train_tasks=None, eval_split="test",
+                                 train_split="train", step_budget_by_method=None),
+        env=env, policy=SimpleNamespace(is_llm=True),
+        memory=SimpleNamespace(learns=True, name="test"),
+    )  # fmt: skip
+    assert "short_split" in flags_of(parts, {"memory_fallback_rate": 0.0, "memory_size": 3})
+    parts.memory.learns = False  # a run that never used the train split is not flagged
+    assert "short_split" not in flags_of(parts, {"memory_fallback_rate": 0.0})
+    exact = FeverEnv(wiki=ContextWiki(), dataset="official", path=str(_claims(
+        tmp_path, [json.dumps({**CLAIM, "id": i}).encode() for i in range(5)])),
+        num_test=3, num_train=2)  # fmt: skip
+    exact.tasks("test")
+    assert exact.short_splits == {}

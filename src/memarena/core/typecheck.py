@@ -124,8 +124,11 @@ def fits(value: Any, hint: Any) -> bool:
         return isinstance(value, bool)
     if hint is int:
         return isinstance(value, int) and not isinstance(value, bool)
-    if hint is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is float:  # nan and inf are no setting's value (a nan compares false to any bound)
+        return (
+            isinstance(value, (int, float)) and not isinstance(value, bool)
+            and math.isfinite(value)
+        )  # fmt: skip
     if hint is str:
         return isinstance(value, str)
     if hint in _PATHS:
@@ -185,6 +188,9 @@ def _plural(hint: Any) -> str:
 
 
 def type_name(value: Any) -> str:
-    """The kind of a plain config value in words (``null``, ``a mapping``, ``int``)."""
+    """The kind of a plain config value in words (``null``, ``a mapping``, ``int``; ``nan`` /
+    ``inf`` for a float that is not finite)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{value}, which is not a finite number"
     names = {type(None): "null", dict: "a mapping", list: "a list"}
     return names.get(type(value), type(value).__name__)

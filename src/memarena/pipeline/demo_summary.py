@@ -19,6 +19,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from memarena.core.jsonl import read_jsonl
 from memarena.results import store as files
 
 EMBEDDED_NOTE = (
@@ -34,11 +35,7 @@ def _views(run_dir: Path) -> dict[str, dict[str, float]]:
     entries: dict[str, float] = defaultdict(float)
     shown: dict[str, set[str]] = defaultdict(set)
     path = run_dir / files.EPISODES
-    lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
-    for line in lines:
-        if not line.strip():
-            continue
-        record = json.loads(line)
+    for record in read_jsonl(path) if path.is_file() else []:
         agent = str(record.get("agent") or "all")
         cost = record.get("memory_cost") or {}
         calls[agent] += float(cost.get("calls") or 0)

@@ -18,6 +18,7 @@ env is built (``protocol.max_eval_tasks=abc`` ends the run at once with one mess
 
 from __future__ import annotations
 
+import math
 import typing
 from dataclasses import dataclass, fields
 from typing import Any
@@ -98,6 +99,12 @@ class ProtocolSettings:
                 "episodes: a number in [0, 1], or null for no limit (a run whose episodes all "
                 "ended with an error still fails). Fix it on the command line or in "
                 "conf/protocol/; the run did not start."
+            )
+        if self.max_eval_tasks == 0:
+            raise ConfigError(
+                "memarena: protocol.max_eval_tasks=0 would evaluate no task: the run would have "
+                "nothing to score. Give a count >= 1, or null for the whole evaluation split. "
+                "Fix it on the command line or in conf/protocol/; the run did not start."
             )
         if self.episode_timeout_s == 0:
             raise ConfigError(
@@ -187,6 +194,14 @@ def _check_type(key: str, value: Any, hint: Any) -> None:
     ok = isinstance(value, kind) and not (kind is not bool and isinstance(value, bool))
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
         ok = True
+    if kind is float and isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(
+            f"memarena: protocol.{key}={value!r} is not a finite number: nan and inf are no "
+            f"value of a setting (a nan passes no bound and is not equal to itself, so a rerun "
+            f"could not match the run's records). Give a number"
+            f"{' or null' if type(None) in options else ''}. Fix it on the command line or in "
+            "conf/protocol/; the run did not start."
+        )
     if kind is list and ok:
         ok = all(isinstance(v, str) and v for v in value)
     if kind is dict and ok:

@@ -4,22 +4,24 @@
 completion marker, the memory the records rebuild), so a resumed run's equals an
 uninterrupted run's, key for key; times and process counters go to ``run_info.json`` and
 ``usage.json``. It also says what the run was, so a smoke run never passes for a paper cell:
-``n_tasks``, and ``flags`` naming a ``capped`` task list, ``stand_in_data`` (the env's
-embedded stand-in, not the benchmark's official data), a ``non_llm_backbone`` (the scripted
-expert), a ``not_paper_backbone`` (an LLM that is not one of ``report.backbones``, those the
-run's paper tables were reported with), a ``degenerate_memory`` (a learning memory that holds
-nothing, or whose LLM answers mostly fell back) and a ``train_test_overlap`` (a memory learnt
-on tasks whose id or goal is a test task's: MemCo's PDDL lists, ``env.train_source=problems``;
-how many test tasks: ``train_test_overlap_tasks``), ``errors`` (episodes that ended with status
-error: ``n_errors`` in evaluation, ``acquisition_errors`` while acquiring) and ``timeouts``
-(episodes cut by ``protocol.episode_timeout_s``: ``n_timeouts``), ``prompt_truncated`` (an
-agent prompt, in evaluation or acquisition, whose head the backbone cut to fit the context:
-``backbone.prompt_overflow=cut_left``) and ``prompt_too_long`` (episodes ended because the
-agent's prompt did not fit the context), ``invalid_replies`` (more than half the agent's replies
-could not be acted on: ``invalid_reply_rate``) and ``code_changed`` (resumed on other code with
-``protocol.allow_code_change``, recorded in ``run_info.json``). ``run_fingerprint`` digests
-what the run did and remembered (:func:`memarena.results.metrics.behaviour_fingerprint`): seeds
-with equal fingerprints are one run repeated.
+``n_tasks``, and ``flags`` naming a ``capped`` task list, a ``short_split`` (a FEVER / HotpotQA
+split whose file holds fewer records than ``env.num_<split>`` asks), ``stand_in_data`` (the
+env's embedded stand-in, not the benchmark's official data), a ``non_llm_backbone`` (the
+scripted expert), a ``not_paper_backbone`` (an LLM that is not one of ``report.backbones``,
+those the run's paper tables were reported with), a ``degenerate_memory`` (a learning memory
+that holds nothing, or whose LLM answers mostly fell back) and a ``train_test_overlap`` (a
+memory learnt on tasks whose id or goal is a test task's: MemCo's PDDL lists,
+``env.train_source=problems``; how many test tasks: ``train_test_overlap_tasks``), ``errors``
+(episodes that ended with status error: ``n_errors`` in evaluation, ``acquisition_errors`` while
+acquiring) and ``timeouts`` (episodes cut by ``protocol.episode_timeout_s``: ``n_timeouts``),
+``prompt_truncated`` (an agent prompt, in evaluation or acquisition, whose head the backbone cut
+to fit the context: ``backbone.prompt_overflow=cut_left``) and ``prompt_too_long`` (episodes
+ended because the agent's prompt did not fit the context), ``invalid_replies`` (more than half
+the agent's replies could not be acted on: ``invalid_reply_rate``) and ``code_changed`` (resumed
+on other code with ``protocol.allow_code_change``, recorded in ``run_info.json``).
+``run_fingerprint`` digests what the run did and remembered
+(:func:`memarena.results.metrics.behaviour_fingerprint`): seeds with equal fingerprints are one
+run repeated.
 
 :func:`check_errors` ends a run whose episodes ended with an error above
 ``protocol.max_error_rate`` (or all of them) with :class:`TooManyErrors`, once its records (and,
@@ -157,6 +159,9 @@ def flags_of(parts: Parts, metrics: dict[str, Any], paper_backbone: bool = True)
         train_cap and parts.memory.learns and train_cap < len(env.tasks(protocol.train_split))
     ):
         out.append("capped")
+    short = getattr(env, "short_splits", None) or {}
+    if protocol.eval_split in short or (parts.memory.learns and protocol.train_split in short):
+        out.append("short_split")  # a split smaller than the env's num_<split> asks
     if getattr(env, "stand_in", False):
         out.append("stand_in_data")
     if not parts.policy.is_llm:

@@ -205,6 +205,11 @@ def key_type_error(cfg: DictConfig, key: str, values: Sequence[Any], source: str
             continue
         if not fits(value, hint):
             return type_message(key, value, hint, takes, source)
+        if parent_path == "protocol":  # its bounds too (a sweep's protocol.max_eval_tasks=1,0)
+            try:
+                ProtocolSettings(**{leaf: value})
+            except ConfigError as err:
+                return str(err)
     return None
 
 

@@ -335,6 +335,8 @@ def report_missing(
 
 FLAG_MEANINGS = {
     "capped": "a capped task list (protocol.max_*_tasks)",
+    "short_split": "a FEVER / HotpotQA split whose file holds fewer records than env.num_test / "
+    "env.num_train ask (the warning names the asked and the available count)",
     "stand_in_data": "the env's embedded stand-in data, not the benchmark's official data",
     "non_llm_backbone": "the scripted expert, not an LLM",
     "not_paper_backbone": "an LLM the paper did not report this table with (report.backbones)",
@@ -345,6 +347,12 @@ FLAG_MEANINGS = {
     "errors": "episodes that ended with an error (server or env failure; n_errors), counted as "
     "failures",
     "timeouts": "episodes cut by protocol.episode_timeout_s (n_timeouts)",
+    "prompt_truncated": "an agent prompt whose head the backbone cut to fit its context "
+    "(backbone.prompt_overflow=cut_left)",
+    "prompt_too_long": "episodes ended because the agent's prompt did not fit the context",
+    "invalid_replies": "more than half the agent's replies could not be acted on "
+    "(invalid_reply_rate)",
+    "code_changed": "resumed on other code (protocol.allow_code_change; run_info.json names both)",
 }
 
 

@@ -24,6 +24,7 @@ from typing import Any
 
 import pandas as pd
 
+from memarena.core.jsonl import read_jsonl
 from memarena.results.metrics import flatten
 from memarena.results.records import EpisodeRecord
 
@@ -450,5 +451,4 @@ def read_episodes(run_dir: str | Path) -> list[EpisodeRecord]:
         raise FileNotFoundError(
             f"memarena: {path} does not exist; is {run_dir} a run directory ({LAYOUT})?"
         )
-    with path.open() as f:
-        return [EpisodeRecord.from_json(json.loads(line)) for line in f if line.strip()]
+    return [EpisodeRecord.from_json(record) for record in read_jsonl(path)]

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from memarena.core.errors import ConfigError
+from memarena.core.jsonl import numbered_lines
 from memarena.results.metrics import flatten
 
 log = logging.getLogger(__name__)
@@ -248,7 +249,7 @@ def inspect_wandb_file(path: str | Path, summary: bool = False) -> Any:
                            f"{proc.stderr.strip()[-2000:]}")
     if summary:
         return json.loads(proc.stdout)
-    return [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    return [json.loads(line) for _, line in numbered_lines(proc.stdout)]
 
 
 def _wait_until_finished(path: Path, timeout: float) -> bool:

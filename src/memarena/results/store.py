@@ -42,6 +42,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from memarena.core import jsonl
 from memarena.core.cache_build import holding, try_flock
 from memarena.core.errors import ConfigError
 from memarena.core.memory import SNAPSHOT_FILE
@@ -306,7 +307,7 @@ class RunStore:
         if not path.exists():
             return []
         raw = path.read_bytes()
-        lines = raw.splitlines(keepends=True)
+        lines = jsonl.lines(raw, keepends=True)
         records: list[dict[str, Any]] = []
         good = 0
         for i, line in enumerate(lines):

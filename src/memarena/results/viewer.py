@@ -35,6 +35,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from memarena.core.jsonl import read_jsonl
 from memarena.results.collect import collect, default_metrics
 from memarena.results.records import EpisodeRecord, latest
 from memarena.results.view_assets import CSS, JS
@@ -122,8 +123,7 @@ def read_episodes(run_dir: Path) -> list[tuple[str, EpisodeRecord]]:
         path = run_dir / name
         if not path.exists():
             continue
-        with path.open() as f:
-            records = [EpisodeRecord.from_json(json.loads(line)) for line in f if line.strip()]
+        records = [EpisodeRecord.from_json(record) for record in read_jsonl(path)]
         out += [(phase, r) for r in latest(records)]
     return out
 

@@ -11,11 +11,11 @@ ground_truth = one list of call strings per turn) and ``multi_turn_func_doc/<cla
 from __future__ import annotations
 
 import importlib.util
-import json
 from pathlib import Path
 from typing import Any
 
 from memarena.core.errors import ConfigError
+from memarena.core.jsonl import read_jsonl
 
 CATEGORIES = (
     "multi_turn_base",
@@ -43,8 +43,7 @@ def _json_lines(path: Path) -> list[dict[str, Any]]:
             f"memarena: env=bfcl: {path} is missing; bfcl-eval releases after 2025.8.6 dropped "
             f"the v3 data; {INSTALL_HINT}."
         )
-    with path.open(encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+    return read_jsonl(path)
 
 
 def function_docs(classes: list[str]) -> list[dict[str, Any]]:

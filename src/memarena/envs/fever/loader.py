@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from memarena.core.errors import ConfigError
+from memarena.core.jsonl import numbered_lines
 from memarena.core.types import Task
 from memarena.envs.fever.partition import read_claims
 from memarena.envs.wiki.backends import clean_title
@@ -100,28 +101,25 @@ def memco_records(
         )
     claims = {r["id"]: r for r in read_claims(claims_path)}
     out: dict[str, list[dict]] = {"train": [], "test": []}
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise ConfigError(
-                    f"memarena: {path}:{lineno} is not valid JSON ({err.msg} at column "
-                    f"{err.colno}); a partition file has one {{id, split, ab_domain}} per line."
-                ) from None
-            if not isinstance(row, dict):
-                raise ConfigError(f"memarena: {path}:{lineno} is not a JSON object.")
-            if not isinstance(row.get("ab_domain"), str) or not row["ab_domain"]:
-                raise ConfigError(
-                    f"memarena: {path}:{lineno}, field ab_domain: is {row.get('ab_domain')!r}; "
-                    "a partition row is {id, split, ab_domain} with ab_domain e.g. A_film_tv."
-                )
-            if row.get("split") not in out or row.get("id") not in claims:
-                raise ConfigError(
-                    f"memarena: {path}:{lineno}: id {row.get('id')!r} (split "
-                    f"{row.get('split')!r}) is not in {claims_path} or has no train/test split."
-                )
-            out[row["split"]].append({**claims[row["id"]], "ab_domain": row["ab_domain"]})
+    for lineno, line in numbered_lines(path.read_text(encoding="utf-8")):
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise ConfigError(
+                f"memarena: {path}:{lineno} is not valid JSON ({err.msg} at column "
+                f"{err.colno}); a partition file has one {{id, split, ab_domain}} per line."
+            ) from None
+        if not isinstance(row, dict):
+            raise ConfigError(f"memarena: {path}:{lineno} is not a JSON object.")
+        if not isinstance(row.get("ab_domain"), str) or not row["ab_domain"]:
+            raise ConfigError(
+                f"memarena: {path}:{lineno}, field ab_domain: is {row.get('ab_domain')!r}; "
+                "a partition row is {id, split, ab_domain} with ab_domain e.g. A_film_tv."
+            )
+        if row.get("split") not in out or row.get("id") not in claims:
+            raise ConfigError(
+                f"memarena: {path}:{lineno}: id {row.get('id')!r} (split "
+                f"{row.get('split')!r}) is not in {claims_path} or has no train/test split."
+            )
+        out[row["split"]].append({**claims[row["id"]], "ab_domain": row["ab_domain"]})
     return out

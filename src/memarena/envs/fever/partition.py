@@ -28,6 +28,8 @@ import numpy as np
 
 from memarena.core import Backbone
 from memarena.core.errors import ConfigError
+from memarena.core.jsonl import lines as jsonl_lines
+from memarena.core.jsonl import numbered_lines
 from memarena.core.llm_types import ChatRequest
 
 log = logging.getLogger(__name__)
@@ -79,7 +81,7 @@ def read_claims(path: str | Path) -> list[dict]:
     claims: list[dict] = []
     seen: dict[int, int] = {}
     with path.open("rb") as handle:
-        for lineno, raw in enumerate(handle, 1):
+        for lineno, raw in enumerate(jsonl_lines(handle.read()), 1):
             where = f"{path}, line {lineno}"
             try:
                 line = raw.decode("utf-8")
@@ -521,9 +523,7 @@ def read_reference_partition(directory: str | Path) -> dict[int, dict]:
                 f"{', '.join(MEMCO_FILES)}."
             )
         split = "test" if "test" in name else "train"
-        for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if not line.strip():
-                continue
+        for lineno, line in numbered_lines(path.read_text(encoding="utf-8")):
             try:
                 rec = json.loads(line)
                 ref[int(rec["id"])] = {"split": split, "ab_domain": rec["ab_domain"]}

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from memarena.core.errors import ConfigError
+from memarena.core.jsonl import numbered_lines
 from memarena.core.types import Task
 from memarena.envs.wiki.backends import clean_title
 
@@ -142,9 +143,7 @@ def read_hotpotqa(path: str | Path) -> list[dict[str, Any]]:
         ) from None
     if path.suffix == ".jsonl":
         records = []
-        for lineno, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
+        for lineno, line in numbered_lines(text):
             try:
                 records.append((f"{path}, line {lineno}", json.loads(line)))
             except json.JSONDecodeError as err:

@@ -23,7 +23,7 @@ from pyperplan.pddl.parser import Parser
 
 from memarena.core.errors import ConfigError
 from memarena.envs.pddl.render import natural_key
-from memarena.envs.pddl.simulator import load_problem
+from memarena.envs.pddl.simulator import UndeclaredObjectError, load_problem
 from memarena.envs.pddl.specs import SPECS
 
 log = logging.getLogger(__name__)
@@ -126,6 +126,11 @@ def load_folder(
                 )
             try:
                 load_problem(domain_pddl, text)
+            except UndeclaredObjectError as exc:
+                raise ConfigError(
+                    f"memarena: the problem file {f} (env.problems_dir): {exc}. The task would "
+                    "run as an unsolvable one."
+                ) from None
             except ValueError as exc:
                 raise ConfigError(
                     f"memarena: the problem file {f} (env.problems_dir) does not parse with the "

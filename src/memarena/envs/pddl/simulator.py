@@ -49,6 +49,10 @@ def _action_text(op_name: str) -> str:
     return op_name.strip("()")
 
 
+class UndeclaredObjectError(ValueError):
+    """A problem's goal names an object the problem does not declare."""
+
+
 class GroundedProblem:
     """A parsed and grounded PDDL problem with text-level action lookup."""
 
@@ -70,6 +74,16 @@ class GroundedProblem:
         self.domain_name: str = domain.name
         self.problem_name: str = problem.name
         self.objects: frozenset[str] = frozenset(problem.objects)
+        declared = self.objects | frozenset(getattr(domain, "constants", None) or ())
+        for atom in sorted(task.goals):
+            unknown = [a for a in atom.strip("()").split()[1:] if a not in declared]
+            if unknown:  # a goal no state can reach: an unsolvable task, not a task
+                raise UndeclaredObjectError(
+                    f"the goal {atom} of problem {problem.name} names the object "
+                    f"{', '.join(unknown)}, which its :objects (and the domain's :constants) "
+                    "do not declare, so no plan can reach it; declare it in :objects or fix "
+                    "the goal"
+                )
         self.schemas: dict[str, int] = {
             name: len(action.signature) for name, action in domain.actions.items()
         }

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memarena.core.errors import ConfigError
+from memarena.core.jsonl import numbered_lines
 from memarena.envs.scienceworld.tasks import TASK_FAMILY, TaskRef
 
 
@@ -36,9 +37,7 @@ def load_agentboard(path: str | Path) -> list[AgentBoardTask]:
     if not p.is_file():
         raise ConfigError(f"memarena: AgentBoard ScienceWorld task list {str(p)!r} not found.")
     out = []
-    for n, line in enumerate(p.read_text().splitlines(), 1):
-        if not line.strip():
-            continue
+    for n, line in numbered_lines(p.read_text(encoding="utf-8")):
         try:
             r = json.loads(line)
             info = r["additional_info"]

@@ -126,6 +126,9 @@ class WikiQAEnv(Env):
         self.num_train = check_count("num_train", num_train)
         self.fewshot = fewshot_n  # examples shown by default (None: all that ship)
         self._records: dict[str, list[dict[str, Any]]] | None = None
+        # split -> {asked, available}: a split the file holds fewer records for than
+        # env.num_<split> asks (warned once; runs are flagged ``short_split``)
+        self.short_splits: dict[str, dict[str, int]] = {}
         self._tasks: dict[str, list[Task]] = {}
 
     # -- to implement --------------------------------------------------------------------------
@@ -145,12 +148,24 @@ class WikiQAEnv(Env):
         """Records per split: the smoke files, or the split rule on ``path``/``train_path``."""
         if self.dataset == "smoke":
             return {split: self.smoke_records(split) for split in SPLITS}
-        return split_records(
+        records = split_records(
             self.read_file(str(self.path)),
             self.read_file(self.train_path) if self.train_path else None,
             self.num_test,
             self.num_train,
         )
+        for split, asked in (("test", self.num_test), ("train", self.num_train)):
+            if asked is not None and len(records[split]) < asked:
+                self.short_splits[split] = {"asked": asked, "available": len(records[split])}
+                where = self.train_path if split == "train" and self.train_path else self.path
+                log.warning(
+                    "memarena: env.num_%s=%d but %s holds only %d %s records for the %s split "
+                    "(after the split rule); the run uses those %d (flagged short_split). Give a "
+                    "larger file or set env.num_%s=%d (or null: all).",
+                    split, asked, where, len(records[split]), self.env, split,
+                    len(records[split]), split, len(records[split]),
+                )  # fmt: skip
+        return records
 
     # -- Env protocol --------------------------------------------------------------------------
     def tasks(self, split: str) -> list[Task]:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from memarena.core import ConfigError
+from memarena.core.jsonl import numbered_lines
 from memarena.memory.reme.experience import Experience
 
 REQUIRED = ("memory_id", "when_to_use", "content")
@@ -27,9 +28,7 @@ def read_pool(path: Path) -> list[Experience]:
     """The experiences of a released pool file, in file order; a ConfigError naming the line
     and the missing field for a file that is not one."""
     out = []
-    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
+    for number, line in numbered_lines(Path(path).read_text(encoding="utf-8")):
         try:
             record = json.loads(line)
         except ValueError as err:

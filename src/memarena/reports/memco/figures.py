@@ -21,6 +21,7 @@ from typing import Any
 
 import pandas as pd
 
+from memarena.core.jsonl import read_jsonl
 from memarena.reports.common import (
     mean_bars,
     mean_line,
@@ -124,8 +125,7 @@ def read_episodes(run_dir: str | Path) -> list[EpisodeRecord]:
     path = Path(run_dir) / "episodes.jsonl"
     if not path.exists():
         return []
-    with path.open() as f:
-        return latest(EpisodeRecord.from_json(json.loads(line)) for line in f if line.strip())
+    return latest(EpisodeRecord.from_json(record) for record in read_jsonl(path))
 
 
 def step_memory(step: dict[str, Any]) -> str:

@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from memarena.core.jsonl import read_jsonl
 from memarena.core.llm_types import ChatRequest
 from memarena.results.collect import read_episodes
 from memarena.results.records import EpisodeRecord, latest
@@ -163,8 +164,7 @@ def read_labels(run_dir: str | Path) -> list[dict[str, Any]] | None:
     path = Path(run_dir) / LABELS_FILE
     if not path.exists():
         return None
-    with path.open(encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
+    return read_jsonl(path)
 
 
 def labelled_with(rows: Sequence[dict[str, Any]] | None) -> set[tuple[str, str]]:

@@ -23,7 +23,6 @@ ReMe (fixed). Backbones match the paper's by :func:`backbone_key` (``Qwen3-8B`` 
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections import Counter
@@ -33,6 +32,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from memarena.core.jsonl import read_jsonl
 from memarena.reports.common import (  # noqa: F401  (re-exported for the notebook)
     RUN_COLUMNS,
     backbone_key,
@@ -738,12 +738,10 @@ def first_attempts(run_dir: str | Path) -> list[EpisodeRecord]:
     path = Path(run_dir) / "reflections.jsonl"
     firsts: dict[tuple, EpisodeRecord] = {}
     if path.exists():
-        with path.open() as f:
-            for line in f:
-                if line.strip():
-                    rec = EpisodeRecord.from_json(json.loads(line))
-                    if not rec.attempt:
-                        firsts[rec.key] = rec
+        for record in read_jsonl(path):
+            rec = EpisodeRecord.from_json(record)
+            if not rec.attempt:
+                firsts[rec.key] = rec
     return [firsts.get(e.key, e) if e.attempt else e for e in episodes]
 
 

@@ -1,0 +1,45 @@
+"""A sweep that would write two jobs into one run folder is refused before any job starts
+(issue 50, 4): ``-m seed=0,0`` ran the cell twice with the basic launcher and failed on the
+run folder's lock with joblib. Each job's folder is the pipeline's ``run_dir`` of its config."""
+
+from __future__ import annotations
+
+from conftest import CONF, run_py
+from memarena.config_check import check_overrides, duplicate_cells, sweep_jobs
+
+SCRIPTED = ["env=pddl", "backbone=scripted", "logger=none"]
+
+
+def test_the_jobs_are_listed_as_the_basic_sweeper_lists_them():
+    assert sweep_jobs(["seed=0,1", "method=none"], {"method": "icl,none", "env": "pddl"}) == [
+        ["method=none", "env=pddl", "seed=0"], ["method=none", "env=pddl", "seed=1"],
+    ]  # fmt: skip
+
+
+def test_a_sweep_that_runs_one_cell_twice_is_refused_naming_the_jobs_and_the_folder(tmp_path):
+    for overrides, jobs in [
+        (["seed=0,0"], "'seed=0' and 'seed=0'"),
+        (["method=icl,none,icl"], "'method=icl' and 'method=icl'"),
+        (["protocol.temperature=0,0.5"],
+         "'protocol.temperature=0' and 'protocol.temperature=0.5'"),
+    ]:
+        error = check_overrides([*SCRIPTED, f"paths.results_dir={tmp_path}", *overrides], CONF)
+        assert error is not None and error.startswith("memarena: the sweep runs one cell twice")
+        assert jobs in error, error
+        assert str(tmp_path / "demo" / "pddl_generated") in error
+        assert error.endswith("the run did not start.")
+    # an experiment's own sweep and the command line together
+    error = duplicate_cells(["experiment=pddl_baselines", "seed=3,3"], {"method": "none,icl"})
+    assert error and "seed=3" in error and "pddl_baselines" in error
+
+
+def test_distinct_cells_pass():
+    assert check_overrides([*SCRIPTED, "seed=0,1", "method=none,icl"], CONF) is None
+
+
+def test_run_py_refuses_the_duplicate_sweep_before_any_job(tmp_path):
+    proc = run_py(["-m", *SCRIPTED, "seed=0,0", f"paths.results_dir={tmp_path}",
+                   f"paths.log_dir={tmp_path / 'logs'}"])  # fmt: skip
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "the sweep runs one cell twice" in proc.stderr and "Traceback" not in proc.stderr
+    assert not list(tmp_path.iterdir())  # no run folder, no multirun folder
