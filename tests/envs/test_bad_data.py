@@ -270,6 +270,7 @@ def test_a_split_smaller_than_asked_is_warned_and_flagged(tmp_path, caplog, env_
                                  train_split="train", step_budget_by_method=None),
         env=env, policy=SimpleNamespace(is_llm=True),
         memory=SimpleNamespace(learns=True, name="test"),
+        store=SimpleNamespace(invocations=lambda: []),
     )  # fmt: skip
     assert "short_split" in flags_of(parts, {"memory_fallback_rate": 0.0, "memory_size": 3})
     parts.memory.learns = False  # a run that never used the train split is not flagged
