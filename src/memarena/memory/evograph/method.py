@@ -136,6 +136,10 @@ class EvoGraphMem(GMemory):
             for i in self.graph.select(expanded, self.lam, self.top_b)
         ]
 
+    def insight_content(self, insight_id: str) -> str | None:
+        """The content of a node of the insight graph (None: not one of its nodes)."""
+        return self.graph.get(insight_id).content if insight_id in self.graph else None
+
     def after_task(
         self,
         query_id: str,
