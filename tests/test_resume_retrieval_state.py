@@ -132,3 +132,27 @@ def test_a_killed_and_resumed_run_equals_the_uninterrupted_one(tmp_path, shared_
     snapshots, expected = _snapshots(run), _snapshots(ref)
     assert snapshots and sorted(snapshots) == sorted(expected)
     assert [p for p in expected if snapshots[p] != expected[p]] == []
+
+
+def test_a_method_that_replays_its_retrievals_declares_it():
+    """Every method class that re-applies its own retrieval-time state changes on resume
+    (overrides ``replay_retrieval``) declares ``retrieval_mutates``, and none declares it
+    without replaying (the team forwards to its members and copies their capabilities)."""
+    import importlib
+    import pkgutil
+
+    import memarena.memory as package
+    from memarena.core import MemoryMethod
+    from memarena.memory.team import DomainTeam
+
+    for info in pkgutil.walk_packages(package.__path__, "memarena.memory."):
+        importlib.import_module(info.name)
+    seen, stack = [], [MemoryMethod]
+    while stack:
+        cls = stack.pop()
+        stack += cls.__subclasses__()
+        if cls.__module__.startswith("memarena.memory.") and cls is not DomainTeam:
+            overrides = cls.replay_retrieval is not MemoryMethod.replay_retrieval
+            assert overrides == cls.capabilities.retrieval_mutates, cls.__name__
+            seen.append(cls.__name__)
+    assert {"GMemory", "EvoGraphMem", "MemoryBank", "GenerativeAgents", "MemRL"} <= set(seen)

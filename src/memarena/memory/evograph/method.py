@@ -82,7 +82,9 @@ class EvoGraphMem(GMemory):
     explains_failures = False  # the controller reads the trajectory itself
     # no paper or code runs EvoGraph-Mem under per-domain memories: each domain's agent reads its
     # own graph (G-Memory's global-only retrieval under MemCo's protocol is not inherited)
-    capabilities = Capabilities(has_global=False)
+    # G-Memory's retrieval keeps the insights shown, which the controller edits (replayed on
+    # resume)
+    capabilities = Capabilities(has_global=False, retrieval_mutates=True)
     PURPOSES = (*GMEMORY_PURPOSES, "controller")
 
     Settings = EvoGraphSettings
