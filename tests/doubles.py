@@ -3,6 +3,7 @@ env whose tasks end after two steps."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import numpy as np
@@ -156,6 +157,23 @@ class SchemaLLM:
 
     def close(self) -> None:
         return None
+
+
+class RequestSchemaLLM(SchemaLLM):
+    """:class:`SchemaLLM` whose answers are a function of the request alone (the number in
+    EvoGraph's insights is a digest of the request, not a count of this process's calls), as
+    a model behind the call cache answers: a killed run's resume gets, for the same request,
+    the answer the uninterrupted run got (``memory_backbone._target_=doubles.
+    RequestSchemaLLM``)."""
+
+    def generate(self, requests):
+        out = []
+        for r in requests:
+            self.n = int(hashlib.sha256(repr(r).encode()).hexdigest()[:6], 16) % 1000
+            out += super().generate([r])
+        self.usage.calls += 1 - len(requests)  # one call, as SchemaLLM counts it
+        self.n = 0
+        return out
 
 
 def use_schema_llm(cfg) -> None:

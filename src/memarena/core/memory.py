@@ -58,6 +58,21 @@ Evaluation (test split)
     the agent's prompt keeps, for a method whose mechanism is that window (MemoryBank's
     forgetting inside a task, as G-Memory's code runs it).
 
+Resume and retrieval-time state
+    A resumed run does not retrieve for the episodes already on disk; it replays them from their
+    records (:mod:`memarena.pipeline.learning`, :mod:`memarena.pipeline.acquire`, and the frozen
+    evaluation's finished episodes). Whatever a retrieval changed in the memory must then be
+    changed again, or the resumed memory differs from an uninterrupted one. The pipeline calls
+    :meth:`replay_retrieval` for each recorded episode, at the point its retrieval was made
+    (before the memory observes the episode's update), with the episode's trajectory (its
+    ``memory_ids`` are what was shown) and what the retrievals cost the memory's own LLM; the
+    default adds that cost back into ``token_usage`` / ``fallbacks`` (they are in the
+    snapshot). A method whose retrieval changes more (recall strengthening, access times,
+    retrieval counters, the ids a later observation scores) declares
+    ``Capabilities(retrieval_mutates=True)`` and overrides :meth:`replay_retrieval` to re-apply
+    it from the shown ids, reading its state as it is at that point (the same state the live
+    retrieval saw).
+
 Per-domain memories (MemCo's protocol, ``protocol.domain_memories: per_domain``)
     The pipeline keeps one instance of the method per source domain (``task.domain``), each
     acquiring only its domain's train tasks, and none of them reads another's memory while
@@ -96,11 +111,12 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from memarena.core.costs import add_into
 from memarena.core.errors import ConfigError, MemoryFrozenError
 from memarena.core.gc_pause import gc_paused
 from memarena.core.llm_types import ChatRequest, Completion, seeded_for_run
@@ -238,6 +254,10 @@ class Capabilities:
     # the released agent loop only: each shown observation of the episode's own past steps
     # whitespace-collapsed and cut to this many characters (None: whole; MemCo on ScienceWorld)
     history_observation_chars: int | None = None
+    # retrieval changes the memory's state beyond its LLM cost counters (recalls strengthened,
+    # access times, shown ids a later observation scores): a resume re-applies each recorded
+    # retrieval through MemoryMethod.replay_retrieval (see the module docstring)
+    retrieval_mutates: bool = False
     # -- per-domain memories (protocol.domain_memories: per_domain; see the module docstring)
     has_global: bool = False  # True: merge_domains builds a global memory after acquisition
     own_domain_memories: bool = False  # True: the method keeps per-domain memories itself
@@ -356,6 +376,16 @@ class MemoryMethod:
         """The contexts of several episodes starting together, in order. Default: one
         :meth:`retrieve` each; override to batch retrieval-time LLM calls."""
         return [self.retrieve(query) for query in queries]
+
+    def replay_retrieval(self, trajectory: Trajectory, spent: Mapping[str, Any] | None) -> None:
+        """Re-apply, on resume, what the retrievals of a recorded episode did to the memory
+        (see the module docstring): ``trajectory`` as recorded (``memory_ids``: what was shown),
+        ``spent``: the record's ``memory_cost`` (its ``usage`` / ``fallbacks``). Default: the
+        cost added back into ``token_usage`` and ``fallbacks``; a method with
+        ``retrieval_mutates`` also re-applies its own state changes (calling this first)."""
+        spent = spent or {}
+        add_into(self.token_usage, spent.get("usage"))
+        add_into(self.fallbacks, spent.get("fallbacks"))
 
     def eval_views(self) -> list[str | None]:
         """The views evaluation runs under, each over the whole test set. One view (None) by

@@ -139,6 +139,13 @@ class DomainTeam(MemoryMethod):
                 out[i] = context
         return out
 
+    def replay_retrieval(self, trajectory: Trajectory, spent: Any) -> None:
+        """A recorded retrieval, replayed on the memory it was asked of: the task's domain
+        memory (while evaluating, the view's)."""
+        member = self.domains.get(self._domain_of(trajectory.task.domain))
+        if member is not None:
+            member.replay_retrieval(trajectory, spent)
+
     def reflect(
         self, failures: list[tuple[Trajectory, Outcome]], attempt: int
     ) -> list[MemoryContext | None]:

@@ -14,7 +14,9 @@ ended, so every episode of chunk k saw the memory as the chunks before k left it
 of chunk k+1 exists only once chunk k is complete. On resume the memory is rebuilt from the
 records chunk by chunk without rerunning an episode (memory-side LLM calls come from the call
 cache), the missing samples of a part-done chunk run against the same memory its finished ones
-saw, and the updates are exactly those of an uninterrupted run. With ``protocol.retry_errors`` the
+saw, and the updates are exactly those of an uninterrupted run (what the retrievals of the
+finished episodes did to the memory is re-applied from their records before their chunk's
+update: :func:`~memarena.pipeline.learning.replay_retrievals`). With ``protocol.retry_errors`` the
 episodes that ended with status error are run again (see
 :func:`~memarena.pipeline.tasks.drop_errors`); once the snapshot exists acquisition is over.
 When every acquisition episode ended with an error, or more than ``protocol.max_error_rate`` of
@@ -35,6 +37,7 @@ from memarena.agent import EpisodeRunner, Policy
 from memarena.core import MemoryMethod, Task
 from memarena.core.costs import add_into, counters, difference
 from memarena.pipeline.build import Parts
+from memarena.pipeline.learning import replay_retrievals
 from memarena.pipeline.summarize import check_errors
 from memarena.pipeline.tasks import cap_tasks, chunks, drop_errors, stated
 from memarena.results import store as files
@@ -105,8 +108,12 @@ def acquire(parts: Parts, policy: Policy) -> None:
         "acquisition: %d train tasks x %d sample(s), %d per memory update (%d tasks done)",
         len(tasks), n, unit, sum(t.id in done for t in tasks),
     )  # fmt: skip
+    replayed: dict = {}  # the recorded retrievals' cost, back in the memory's counters
     for k, chunk in enumerate(task_chunks):
         todo = [t for t in chunk if t.id not in done]
+        if reads:  # the finished episodes' retrievals, re-applied before the update
+            add_into(replayed, replay_retrievals(memory, [r for t in chunk if t.id in done
+                                                          for r in done[t.id]]))  # fmt: skip
         if todo:
             _run_samples(runner, todo, n, k, done, parts)
         memory.observe_groups([[r.pair() for r in done[t.id]] for t in chunk])
@@ -116,7 +123,8 @@ def acquire(parts: Parts, policy: Policy) -> None:
     with files.snapshot_rewrite(store.memory_dir):  # refused while a run evaluates it
         memory.save(store.memory_dir)
     # the updates' cost (replayed on resume, so complete) plus every episode's retrievals
-    spent = difference(difference(counters(memory), start), runner.retrieval_spent)
+    spent = difference(counters(memory), start)
+    spent = difference(difference(spent, runner.retrieval_spent), replayed)
     for t in tasks:
         for rec in done[t.id]:
             cost = rec.memory_cost or {}

@@ -14,7 +14,9 @@ of its repetition run again (they saw its memory). Finished episodes are kept on
 reruns the chunks after the first one holding an error, see
 :func:`~memarena.pipeline.tasks.drop_errors`). The records returned are every record of this
 evaluation as written, superseded copies included: the metrics keep the last of each episode
-and report the rest.
+and report the rest. Before a resumed frozen run goes on, what the retrievals of its
+finished episodes did to the memory is re-applied from their records
+(:func:`~memarena.pipeline.learning.replay_retrievals`).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from memarena.agent import EpisodeRunner
 from memarena.core import ConfigError
 from memarena.pipeline.acquire import load_pinned
 from memarena.pipeline.build import Parts
-from memarena.pipeline.learning import LearningRun
+from memarena.pipeline.learning import LearningRun, replay_retrievals
 from memarena.pipeline.tasks import cap_tasks, stated
 from memarena.results import store as files
 from memarena.results.records import EpisodeRecord, latest
@@ -82,6 +84,9 @@ def evaluate(parts: Parts) -> list[EpisodeRecord]:
                 _save_final(parts, run, view, len(tasks))
             else:
                 done = {r.task_id for r in kept}
+                # what the finished episodes' retrievals did to the memory (a frozen memory's
+                # counters of what it showed), re-applied before the rest run
+                replay_retrievals(memory, kept)
                 runner.run(
                     [t for t in tasks if t.id not in done],
                     on_finish=lambda r, run=run, view=view, rep=repetition: store.append_record(

@@ -20,7 +20,10 @@ attempt is kept in ``reflections.jsonl`` as attempt 0, so the other reading can 
 A resumed run rebuilds the memory from the done chunks (observing each task's first attempt,
 then its retries) and continues with the first chunk not done; the episodes of a part-written
 chunk are kept (they ran against the same memory), their recorded retries are replayed, and
-only its missing tasks run. So a killed and resumed run makes the same memory updates, and gets
+only its missing tasks run. Before a done chunk is observed, what its episodes' retrievals did
+to the memory is re-applied from their records (:func:`replay_retrievals`: the retrieval's LLM
+cost, and, for a method whose retrieval changes its state, that change), so the memory each
+update sees is the one the uninterrupted run had. So a killed and resumed run makes the same memory updates, and gets
 the same metrics, as one that was never interrupted. With ``protocol.retry_errors``, a chunk
 holding an episode that ended with status error is run again from that episode on, and every
 later chunk with it (and, with ``memory_across_runs``, every later run of the repetition:
@@ -38,7 +41,7 @@ from dataclasses import asdict, dataclass, replace
 
 from memarena.agent import EpisodeResult, EpisodeRunner
 from memarena.core import MemoryContext, MemoryMethod, MemoryQuery, Task
-from memarena.core.costs import counters, difference
+from memarena.core.costs import add_into, counters, difference
 from memarena.core.memory import Capabilities
 from memarena.pipeline.build import Parts
 from memarena.pipeline.tasks import chunks, drop_errors
@@ -75,6 +78,22 @@ def retry_chains(retries: Sequence[EpisodeRecord]) -> Chains:
             chain.clear()
         chain[attempt] = rec
     return out
+
+
+def replay_retrievals(memory: MemoryMethod, records: Sequence[EpisodeRecord]) -> dict:
+    """Re-apply what the retrievals of the recorded episodes did to ``memory``
+    (:meth:`~memarena.core.MemoryMethod.replay_retrieval`, in record order), as a resume does
+    for episodes it does not run again; returns their summed cost (``usage`` / ``fallbacks``),
+    which the memory's counters now hold again."""
+    total: dict = {}
+    for rec in records:
+        if rec.trajectory is None:
+            continue
+        cost = rec.memory_cost or {}
+        spent = {"usage": cost.get("usage") or {}, "fallbacks": cost.get("fallbacks") or {}}
+        memory.replay_retrieval(rec.pair()[0], spent)
+        add_into(total, spent)
+    return total
 
 
 @dataclass
@@ -122,7 +141,9 @@ class LearningRun:
         """Observe a done chunk, then its retries in the order they were made (attempt, then
         task order)."""
         memory = self.parts.memory
-        memory.observe_groups([[self._first(have[t.id], chains).pair()] for t in chunk])
+        firsts = [self._first(have[t.id], chains) for t in chunk]
+        replay_retrievals(memory, firsts)  # what their retrievals did, before the update
+        memory.observe_groups([[r.pair()] for r in firsts])
         again = [
             (attempt, i, rec)
             for i, t in enumerate(chunk)
@@ -143,6 +164,9 @@ class LearningRun:
         (the tasks already written replay their recorded retries), then write the new
         episodes (with ``count_retries``, a retried task's last trial)."""
         todo = [t for t in chunk if t.id not in have]
+        # the chunk's episodes on disk were retrieved for before this update: re-apply that
+        replay_retrievals(self.parts.memory, [self._first(have[t.id], chains) for t in chunk
+                                              if t.id in have])  # fmt: skip
         fresh = [self._record(r, update) for r in (runner.run(todo) if todo else [])]
         firsts = {tid: self._first(r, chains) for tid, r in have.items()}
         by_id = {**firsts, **{r.task_id: r for r in fresh}}

@@ -76,7 +76,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from memarena.core import ChatRequest, ConfigError, MemoryContext, MemoryQuery
+from memarena.core import ChatRequest, ConfigError, MemoryContext, MemoryQuery, Trajectory
 from memarena.core.memory import Capabilities
 from memarena.core.settings import reading
 from memarena.core.typecheck import Count, Positive
@@ -141,7 +141,8 @@ class AMem(ModalBaseline):
     schema_version = 1
     # MemCo's A-Mem has no global retriever (its amem.py defines no set_global_retriever, so
     # the harness never reads the global memory it builds): each domain agent sees its own notes
-    capabilities = Capabilities(has_global=False)
+    # a retrieval while learning counts what it showed (replayed on resume)
+    capabilities = Capabilities(has_global=False, retrieval_mutates=True)
     MODES = ("full", "lite")
     DEFAULT_TOP_K = {"full": 3, "lite": 3}
     DEFAULT_INDEX_TEXT = {"full": "amem", "lite": "content"}
@@ -312,6 +313,14 @@ class AMem(ModalBaseline):
             return [MemoryContext.empty() for _ in queries]
         vectors = self.encode_queries([q.task.goal for q in queries])
         return [self._context(v) for v in vectors]
+
+    def replay_retrieval(self, trajectory: Trajectory, spent: Any) -> None:
+        """Learning: the retrieval count of each note the episode was shown, again."""
+        super().replay_retrieval(trajectory, spent)
+        if not self.frozen:
+            for note_id in trajectory.memory_ids:
+                if note_id in self.notes:
+                    self.notes[note_id].retrieval_count += 1
 
     def rank(self, vector: np.ndarray) -> list[str]:
         """The ``top_k + hint_k`` notes nearest to the query, nearest first."""

@@ -82,7 +82,9 @@ class EvoGraphMem(GMemory):
     explains_failures = False  # the controller reads the trajectory itself
     # no paper or code runs EvoGraph-Mem under per-domain memories: each domain's agent reads its
     # own graph (G-Memory's global-only retrieval under MemCo's protocol is not inherited)
-    capabilities = Capabilities(has_global=False)
+    # G-Memory's retrieval keeps the insights shown, which the controller edits (replayed on
+    # resume)
+    capabilities = Capabilities(has_global=False, retrieval_mutates=True)
     PURPOSES = (*GMEMORY_PURPOSES, "controller")
 
     Settings = EvoGraphSettings
@@ -135,6 +137,10 @@ class EvoGraphMem(GMemory):
             (i, self.graph.get(i).content)
             for i in self.graph.select(expanded, self.lam, self.top_b)
         ]
+
+    def insight_content(self, insight_id: str) -> str | None:
+        """The content of a node of the insight graph (None: not one of its nodes)."""
+        return self.graph.get(insight_id).content if insight_id in self.graph else None
 
     def after_task(
         self,

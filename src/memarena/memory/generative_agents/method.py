@@ -30,10 +30,10 @@ importance of ``FALLBACK_IMPORTANCE``, no questions or insights from it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Annotated, Any, Literal
 
-from memarena.core import ChatRequest, MemoryContext, MemoryQuery
+from memarena.core import ChatRequest, MemoryContext, MemoryQuery, Trajectory
 from memarena.core.typecheck import NonNegative, Positive, Range
 from memarena.memory.episodic import (
     BaselineSettings,
@@ -78,6 +78,8 @@ class GenerativeAgents(ModalBaseline):
     """Generative Agents' memory (parameters in ``conf/method/generative_agents.yaml``)."""
 
     name = "generative_agents"
+    # faithful: a retrieval while learning refreshes what it showed (replayed on resume)
+    capabilities = replace(ModalBaseline.capabilities, retrieval_mutates=True)
     schema_version = 1
     DEFAULT_TOP_K = {"parity": 1, "faithful": 3}
     PURPOSES = ("importance", "questions", "insights", "relevance")
@@ -250,6 +252,13 @@ class GenerativeAgents(ModalBaseline):
             slots = {"memories": f"{prompts.MEMORIES_HEADER}\n{body}"}
             out.append(MemoryContext(slots=slots, memory_ids=chosen))
         return out
+
+    def replay_retrieval(self, trajectory: Trajectory, spent: Any) -> None:
+        """Faithful, learning: the access time of the memories the episode was shown, again."""
+        super().replay_retrieval(trajectory, spent)
+        if self.mode == "faithful" and not self.frozen:
+            shown = [i for i in trajectory.memory_ids if i in self.stream.objects]
+            self.stream.touch(shown, self.clock)
 
     def _parity(self, queries: list[MemoryQuery], vectors: Any) -> list[MemoryContext]:
         """2k solved candidates per query by similarity, LLM-rated 1-10 in one batched call,

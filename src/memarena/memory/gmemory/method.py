@@ -167,7 +167,9 @@ class GMemory(MemoryMethod):
     name = "gmemory"
     schema_version = 2
     # per-domain memories: a global memory re-observes every domain's episodes
-    capabilities = Capabilities(has_global=True)
+    # a learning retrieval keeps the insights it showed, which the task's observation scores;
+    # every retrieval counts the observations it cut (both replayed on resume)
+    capabilities = Capabilities(has_global=True, retrieval_mutates=True)
     explains_failures = True  # ask the LLM why a failed task failed (comparative pass input)
     PURPOSES: tuple[str, ...] = PURPOSES  # memory-LLM calls, as counted in token_usage
 
@@ -451,10 +453,7 @@ class GMemory(MemoryMethod):
             body = "\n\n".join(
                 render_solved(n, self.show_key_steps, self.observation_chars) for n in nodes
             )
-            self.observations_cut += sum(
-                cut_count([n.initial, *(o for _, o in n.steps)], self.observation_chars)
-                for n in nodes
-            )
+            self.observations_cut += self._cut(nodes)
             header = prompts.PAST_SUCCESSES_HEADER
             if not self.show_key_steps:
                 header = prompts.PAST_TRAJECTORIES_HEADER
@@ -468,6 +467,37 @@ class GMemory(MemoryMethod):
         if not slots:
             return MemoryContext.empty()
         return MemoryContext(slots=slots, memory_ids=past + [i for i, _ in chosen] + failed)
+
+    def _cut(self, nodes: list[QueryNode]) -> int:
+        """How many observations of the solved tasks ``nodes`` showing them cuts."""
+        return sum(
+            cut_count([n.initial, *(o for _, o in n.steps)], self.observation_chars)
+            for n in nodes
+        )
+
+    def insight_content(self, insight_id: str) -> str | None:
+        """The wording of an insight this memory holds now (None: not one of its insights)."""
+        insight = self.insights.insights.get(insight_id)
+        return None if insight is None else insight.content
+
+    def replay_retrieval(self, trajectory: Trajectory, spent: Any) -> None:
+        """A recorded retrieval, again (on resume): the insights it showed are kept for the
+        task's scoring (when learning; by id, and by wording under ``insight_identity=text``)
+        and the observations its solved tasks' rendering cut are counted. The shown ids are
+        the record's: its solved tasks, then its insights, then its failed tasks; this memory
+        is as the live retrieval saw it, so their wordings are those shown."""
+        super().replay_retrieval(trajectory, spent)
+        ids = trajectory.memory_ids
+        nodes = self.queries.nodes
+        past = [nodes[i] for i in ids if i in nodes and nodes[i].status == RESOLVED]
+        self.observations_cut += self._cut(past)
+        if self.frozen:
+            return
+        task_id = trajectory.task.id
+        chosen = [(i, c) for i in ids if (c := self.insight_content(i)) is not None]
+        self.shown[task_id] = [i for i, _ in chosen]
+        if self.insight_identity == "text":
+            self.shown_texts[task_id] = [c for _, c in chosen]
 
     # -- per-domain memories -----------------------------------------------------------------
     def stored_episodes(self) -> list[tuple[Trajectory, Outcome]]:

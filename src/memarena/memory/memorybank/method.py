@@ -38,10 +38,10 @@ summary is a counted fallback and the task is keyed by its goal instead (it is s
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Annotated, Any, Literal
 
-from memarena.core import MemoryContext, MemoryQuery
+from memarena.core import MemoryContext, MemoryQuery, Trajectory
 from memarena.core.typecheck import Count, Positive, Range, Unit
 from memarena.memory.episodic import (
     BaselineSettings,
@@ -84,6 +84,8 @@ class MemoryBank(ModalBaseline):
     PURPOSES = ("summary", "overview")
     TEMPERATURE = 0.1  # the reference's summary temperature
     COUNTS = ("writes", "forgotten", "recalls", "overviews")
+    # faithful: a recall while learning strengthens what it showed (replayed on resume)
+    capabilities = replace(ModalBaseline.capabilities, retrieval_mutates=True)
 
     Settings = MemoryBankSettings
 
@@ -186,6 +188,12 @@ class MemoryBank(ModalBaseline):
             if self.mode == "faithful" and not self.frozen:
                 self.recall(hits)
         return out
+
+    def replay_retrieval(self, trajectory: Trajectory, spent: Any) -> None:
+        """Faithful, learning: the recall of the memories the episode was shown, again."""
+        super().replay_retrieval(trajectory, spent)
+        if self.mode == "faithful" and not self.frozen:
+            self.recall([i for i in trajectory.memory_ids if i in self.tasks])
 
     def _context(self, hits: list[str]) -> MemoryContext:
         slots: dict[str, str] = {}

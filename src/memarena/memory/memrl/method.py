@@ -76,7 +76,7 @@ from typing import Annotated, Any, Literal
 
 import numpy as np
 
-from memarena.core import ConfigError, MemoryContext, MemoryMethod, MemoryQuery
+from memarena.core import ConfigError, MemoryContext, MemoryMethod, MemoryQuery, Trajectory
 from memarena.core.memory import Capabilities
 from memarena.core.settings import reading
 from memarena.core.typecheck import Positive, Range, Unit
@@ -170,7 +170,8 @@ class MemRL(ModalBaseline):
 
     name = "memrl"
     schema_version = 1
-    capabilities = Capabilities(has_global=True)
+    # a retrieval's exploration draw is counted (replayed on resume)
+    capabilities = Capabilities(has_global=True, retrieval_mutates=True)
     MODES = ("faithful",)
     DEFAULT_TOP_K = {"faithful": 5}
     PURPOSES = PURPOSES
@@ -406,6 +407,21 @@ class MemRL(ModalBaseline):
         self.verify_embeddings()
         vectors = self.encode_queries([q.task.goal for q in queries])
         return [self._compose(self.pick(q, v)) for q, v in zip(queries, vectors, strict=True)]
+
+    def replay_retrieval(self, trajectory: Trajectory, spent: Any) -> None:
+        """A recorded retrieval, again (on resume): its exploration draw is made again (the
+        draw's generator is the task's and the clock's, the candidates this memory's as the
+        live retrieval saw it) and counted when it explored."""
+        super().replay_retrieval(trajectory, spent)
+        if self.reads_empty or not self.experiences or self.top_k == 0 or self.epsilon <= 0:
+            return
+        rng = self._rng(trajectory.task.id)
+        if rng is None:
+            return
+        self.verify_embeddings()
+        vector = self.encode_queries([trajectory.task.goal])[0]
+        if self.candidates(vector) and rng.random() < self.epsilon:
+            self.counts["explorations"] += 1
 
     def candidates(self, vector: np.ndarray) -> list[tuple[str, float]]:
         """(experience id, its intent's cosine) of the intents kept for a task."""
