@@ -40,10 +40,9 @@ KILLER = textwrap.dedent(
                 os.kill(os.getpid(), signal.SIGKILL)
     store.RunStore.append = append
     sys.argv = [sys.argv[0]] + sys.argv[3:]
-    runpy.run_path(%r, run_name="__main__")
+    runpy.run_path(RUN_PY, run_name="__main__")
     """
-    % str(ROOT / "run.py")
-)
+).replace("RUN_PY", repr(str(ROOT / "run.py")))
 
 # the schema-filling memory LLM whose answers depend on the request only (a stateful double
 # would answer a resumed process's first request as it did the first of the killed one)
@@ -58,15 +57,16 @@ CASES = {
         "episodes.jsonl", 4),
     "memorybank_faithful": (
         ["method=memorybank", "method.mode=faithful", "method.tasks_per_day=1",
-         "protocol.freeze_during_eval=false", "protocol.update_every=1", "protocol.max_train_tasks=2",
-         "protocol.max_eval_tasks=8", "protocol.step_budget=8"],
+         "protocol.freeze_during_eval=false", "protocol.update_every=1",
+         "protocol.max_train_tasks=2", "protocol.max_eval_tasks=8", "protocol.step_budget=8"],
         "episodes.jsonl", 3),
     "generative_agents_faithful": (
         # one memory shown per task and no reflection (which touches its whole window): the
         # access times are those the retrievals set
         ["method=generative_agents", "method.mode=faithful", "method.top_k=1",
-         "method.reflection_threshold=1000", "protocol.freeze_during_eval=false", "protocol.update_every=1",
-         "protocol.max_train_tasks=4", "protocol.max_eval_tasks=8", "protocol.step_budget=8"],
+         "method.reflection_threshold=1000", "protocol.freeze_during_eval=false",
+         "protocol.update_every=1", "protocol.max_train_tasks=4", "protocol.max_eval_tasks=8",
+         "protocol.step_budget=8"],
         "episodes.jsonl", 4),
     "amem_lite_per_domain": (
         ["experiment=memco_table1_pddl", "method=amem_lite", "protocol.max_train_tasks=8",

@@ -23,11 +23,11 @@ chunk are kept (they ran against the same memory), their recorded retries are re
 only its missing tasks run. Before a done chunk is observed, what its episodes' retrievals did
 to the memory is re-applied from their records (:func:`replay_retrievals`: the retrieval's LLM
 cost, and, for a method whose retrieval changes its state, that change), so the memory each
-update sees is the one the uninterrupted run had. So a killed and resumed run makes the same memory updates, and gets
-the same metrics, as one that was never interrupted. With ``protocol.retry_errors``, a chunk
-holding an episode that ended with status error is run again from that episode on, and every
-later chunk with it (and, with ``memory_across_runs``, every later run of the repetition:
-:func:`memarena.pipeline.evaluate.evaluate`).
+update sees is the one the uninterrupted run had. So a killed and resumed run makes the same
+memory updates, and gets the same metrics, as one that was never interrupted. With
+``protocol.retry_errors``, a chunk holding an episode that ended with status error is run again
+from that episode on, and every later chunk with it (and, with ``memory_across_runs``, every
+later run of the repetition: :func:`memarena.pipeline.evaluate.evaluate`).
 
 What an update costs the memory's own LLM (observing the chunk, reflections and their
 retries) is measured around it and kept on the last record the chunk writes
