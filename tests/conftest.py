@@ -50,6 +50,9 @@ def pytest_configure(config) -> None:
         if "torch" in sys.modules:
             sys.modules["torch"].set_num_threads(threads)
     _RUNS["spawn"] = config.getoption("--spawn-runs")
+    from prefork import ZYGOTE  # its warm process starts in this environment, before any test
+
+    ZYGOTE.start_env = dict(os.environ)
 
 
 _RUNS: dict = {"spawn": False}

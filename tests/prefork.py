@@ -190,6 +190,9 @@ class Zygote:
     def __init__(self) -> None:
         self._proc: subprocess.Popen | None = None
         self._lock = threading.Lock()
+        # the environment the zygote starts in: the session's, as tests/conftest.py found it
+        # before any test ran (never a test's monkeypatched one, which the imports would keep)
+        self.start_env: dict[str, str] | None = None
 
     def _started(self) -> subprocess.Popen:
         if self._proc is None or self._proc.poll() is not None:
@@ -198,6 +201,7 @@ class Zygote:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 text=True,
+                env=self.start_env,
             )
             atexit.register(self.stop)
         return self._proc

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
@@ -108,3 +109,54 @@ def test_run_py_through_the_zygote_matches_a_spawned_run(tmp_path):
         data = json.loads(metrics.read_text())
         outs.append({k: data[k] for k in ("success_rate", "progress_rate", "n_episodes")})
     assert outs[0] == outs[1]
+
+
+def test_the_warm_process_starts_in_the_sessions_environment_not_a_tests(monkeypatch):
+    """A test that changes the environment and then starts the first run must not leave that
+    environment in the warm process every later run forks from (imports read it)."""
+    from prefork import ZYGOTE, Zygote
+
+    zygote = Zygote()
+    zygote.start_env = dict(ZYGOTE.start_env)  # as conftest took it, before any test ran
+    monkeypatch.setenv("MEMARENA_TEST_ONLY_VARIABLE", "set by this test")
+    try:
+        proc = zygote._started()
+        environ: list[bytes] = []
+        for _ in range(100):  # until the zygote has exec'd (its own environment, then)
+            environ = Path(f"/proc/{proc.pid}/environ").read_bytes().split(b"\0")
+            if any(e.startswith(b"PATH=") for e in environ):
+                break
+            time.sleep(0.05)
+    finally:
+        zygote.stop()
+    assert b"MEMARENA_TEST_ONLY_VARIABLE=set by this test" not in environ
+    assert any(e.startswith(b"PATH=") for e in environ)
+
+
+def test_a_memory_run_with_the_embedded_model_forked_matches_it_spawned(tmp_path):
+    """ReMe with the embedded SmolLM2 as its summarizer (acquisition writes experiences with
+    the model, evaluation retrieves them), forked and spawned: the same metrics and the same
+    memory, byte for byte."""
+    import json
+
+    args = ["env=pddl", "method=reme", "backbone=scripted", "logger=none",
+            "protocol.max_train_tasks=1", "protocol.max_eval_tasks=1", "protocol.step_budget=6",
+            "method.samples=1", "method.max_tokens=48", "method.scenario_chars=200",
+            "method.experience_chars=400"]  # fmt: skip
+    outs = []
+    for name in ("forked", "spawned"):
+        results = tmp_path / name
+        argv = [*args, f"paths.results_dir={results}", f"paths.llm_cache={results}/c.sqlite"]
+        if name == "forked":
+            proc = run_script(ROOT / "run.py", argv)
+        else:
+            proc = subprocess.run([sys.executable, str(ROOT / "run.py"), *argv], cwd=ROOT,
+                                  capture_output=True, text=True, timeout=600)  # fmt: skip
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        (metrics,) = results.rglob("metrics.json")
+        data = json.loads(metrics.read_text())
+        memory = (metrics.parent / "memory" / "memory.json").read_bytes()
+        outs.append((data["memory_token_usage"], data["success_rate"], data["memory_size"], memory))
+    assert outs[0] == outs[1]
+    assert outs[0][0]["summarize"]["calls"] > 0  # the model was asked
+
