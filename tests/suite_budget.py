@@ -1,25 +1,21 @@
 """The test suite's time budget (pytest plugin, loaded by tests/conftest.py).
 
-The suite's own wall time (pytest's session, set-up excluded) is printed at the end of every
-run; when it exceeds ``budget_minutes`` of ``[tool.memarena.tests]`` in pyproject.toml the run
-fails with a message naming the ten slowest tests (set-up, call and tear-down together, summed
-over the workers' reports under pytest-xdist). A run that stopped early (``-x``, Ctrl-C) or
-that selected a part of the suite (``-k``, ``-m``, a path) is not held to the budget: the
-budget is for the whole suite, as ``make test`` runs it.
-
-The budget is minutes at the machine's reference speed. The same 2-core machine has run the
-same suite in 13 and in 24 minutes on different hours. So a whole-suite run times a probe
-before the tests and again after them: about a second of single-thread interpreter, matmul
-and memory-bandwidth work, no other process running. The probe's mean over
-``reference_probe_seconds`` is the machine's slowdown, clamped to [1, ``max_slowdown``]. The
-run fails when its wall time exceeds ``budget_minutes`` times that slowdown, and the line it
-prints names both. Without ``reference_probe_seconds`` the budget is plain wall minutes.
-``python tests/suite_budget.py`` prints the probe, to set the reference for another machine.
+The budget is CPU time, which other load on the machine hardly moves: the user + system
+seconds of pytest, its xdist workers and every process they started and reaped (the runs, the
+warm zygotes, the servers), from the session's start to its end. The same 2-core machine has
+run the same suite in 13 and in 24 minutes of wall time on different hours, and a probe timed
+before and after the tests missed contention in between; CPU seconds do not. The run fails when
+they exceed ``budget_cpu_minutes`` of ``[tool.memarena.tests]`` in pyproject.toml, or when the
+wall time exceeds ``max_wall_minutes`` (a backstop below CI's limit), with a message naming the
+ten slowest tests (set-up, call and tear-down together, summed over the workers' reports under
+pytest-xdist). Both are printed at the end of every run. A run that stopped early (``-x``,
+Ctrl-C) or that selected a part of the suite (``-k``, ``-m``, a path) is not held to the budget:
+the budget is for the whole suite, as ``make test`` runs it.
 """
 
 from __future__ import annotations
 
-import math
+import resource
 import time
 import tomllib
 from collections import defaultdict
@@ -36,9 +32,9 @@ _STATE: dict = {}
 class Budget:
     """``[tool.memarena.tests]`` of pyproject.toml."""
 
-    minutes: float  # at the reference speed
-    reference_probe_s: float | None = None  # the probe on the reference machine, quiet
-    max_slowdown: float = 1.0
+    minutes: float  # the wall minutes make test aims at on the reference machine (2 cores)
+    cpu_minutes: float | None = None  # the enforced budget: CPU minutes of the whole suite
+    max_wall_minutes: float | None = None  # the wall backstop
 
 
 def read_budget(pyproject: Path) -> Budget:
@@ -48,69 +44,41 @@ def read_budget(pyproject: Path) -> Budget:
         raise KeyError(
             f"{pyproject} has no [tool.memarena.tests] budget_minutes (the test suite's budget)"
         )
-    reference = tests.get("reference_probe_seconds")
+    cpu, wall = tests.get("budget_cpu_minutes"), tests.get("max_wall_minutes")
     return Budget(
         minutes=float(tests["budget_minutes"]),
-        reference_probe_s=None if reference is None else float(reference),
-        max_slowdown=float(tests.get("max_slowdown", 1.0)),
+        cpu_minutes=None if cpu is None else float(cpu),
+        max_wall_minutes=None if wall is None else float(wall),
     )
 
 
-def probe_seconds(repeats: int = 3) -> float:
-    """About a second of fixed single-thread work, the best of ``repeats`` for each part:
-    interpreter (config composition, the pipeline's loops), float32 matmuls (prefill) and
-    passes over 64 MB (decode reads every weight once per token)."""
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        square = torch.ones(1024, 1024) / 1024
-        large = torch.ones(4096, 4096)
-        parts = (
-            lambda: sum(i % 7 for i in range(5_000_000)),
-            lambda: [square @ square for _ in range(12)],
-            lambda: [large.sum() for _ in range(60)],
-        )
-        best = [math.inf] * len(parts)
-        for _ in range(repeats):
-            for k, part in enumerate(parts):
-                start = time.perf_counter()
-                part()
-                best[k] = min(best[k], time.perf_counter() - start)
-        return sum(best)
-    finally:
-        torch.set_num_threads(threads)
-
-
-def slowdown(probes: list[float], budget: Budget) -> float:
-    """How much slower than its reference the machine ran: the probes' mean over the
-    reference, clamped to [1, ``max_slowdown``]; 1 without a reference or a probe."""
-    if budget.reference_probe_s is None or not probes:
-        return 1.0
-    ratio = sum(probes) / len(probes) / budget.reference_probe_s
-    return min(max(ratio, 1.0), budget.max_slowdown)
+def cpu_seconds() -> float:
+    """User + system seconds of this process and of every child it (or they) reaped."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(
+        resource.RUSAGE_CHILDREN
+    )
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def over_budget(
-    wall_s: float, budget_min: float, durations: dict[str, float], factor: float = 1.0
+    wall_s: float, cpu_s: float, budget: Budget, durations: dict[str, float]
 ) -> str | None:
-    """The failure message when ``wall_s`` exceeds ``budget_min`` times the machine's slowdown
-    ``factor``, else None."""
-    if wall_s <= 60 * budget_min * factor:
+    """The failure message when the suite's CPU seconds exceed ``budget.cpu_minutes`` or its
+    wall time ``budget.max_wall_minutes`` (without a CPU budget: ``budget.minutes`` of wall
+    time), else None."""
+    reasons = []
+    if budget.cpu_minutes is not None and cpu_s > 60 * budget.cpu_minutes:
+        reasons.append(f"{_clock(cpu_s)} of CPU time, over its budget of "
+                       f"{budget.cpu_minutes:g} CPU minutes")  # fmt: skip
+    wall_limit = budget.max_wall_minutes if budget.cpu_minutes is not None else budget.minutes
+    if wall_limit is not None and wall_s > 60 * wall_limit:
+        reasons.append(f"{_clock(wall_s)} of wall time, over its limit of {wall_limit:g} minutes")
+    if not reasons:
         return None
     slowest = sorted(durations.items(), key=lambda item: item[1], reverse=True)[:10]
-    allowed = (
-        ""
-        if factor == 1.0
-        else (
-            f" at the reference speed ({_clock(60 * budget_min * factor)} on this machine, "
-            f"which ran {factor:.2f}x slower than its reference)"
-        )
-    )
     lines = [
-        f"the test suite took {_clock(wall_s)}, over its budget of {budget_min:g} minutes"
-        f"{allowed} ([tool.memarena.tests] in pyproject.toml). The ten slowest tests:",
+        f"the test suite took {' and '.join(reasons)} ([tool.memarena.tests] in "
+        "pyproject.toml). The ten slowest tests:",
         *(f"  {seconds:8.1f} s  {nodeid}" for nodeid, seconds in slowest),
     ]
     return "\n".join(lines)
@@ -139,13 +107,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if _is_worker(config):
         return
     budget = read_budget(config.rootpath / "pyproject.toml")
-    # whole-suite runs with a reference only (the probe is worth its 2 seconds there), before
-    # xdist starts its workers (its sessionstart runs last): the machine is idle
-    probing = budget.reference_probe_s is not None and _whole_suite(config)
-    probes = [probe_seconds()] if probing and not config.option.collectonly else []
-    _STATE.update(
-        start=time.monotonic(), durations=defaultdict(float), probes=probes, budget=budget
-    )
+    _STATE.update(start=time.monotonic(), cpu=cpu_seconds(), durations=defaultdict(float),
+                  budget=budget)  # fmt: skip
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
@@ -153,31 +116,26 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         _STATE["durations"][report.nodeid] += report.duration
 
 
-@pytest.hookimpl(trylast=True)  # after xdist has shut its workers down
+@pytest.hookimpl(trylast=True)  # after xdist has shut its workers down (and reaped them)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     config = session.config
     if _is_worker(config) or "start" not in _STATE or config.option.collectonly:
         return
-    wall = time.monotonic() - _STATE["start"]
-    budget, probes = _STATE["budget"], _STATE["probes"]
-    if probes:  # the workers have finished their tests: the machine is idle again
-        probes.append(probe_seconds())
-    factor = slowdown(probes, budget)
-    speed = ""
-    if probes:
-        measured = ", ".join(f"{p:.2f}" for p in probes)
-        speed = (
-            f"; probe {measured} s against {budget.reference_probe_s:g} s:"
-            f" {_clock(60 * budget.minutes * factor)} allowed"
-        )
+    wall, cpu = time.monotonic() - _STATE["start"], cpu_seconds() - _STATE["cpu"]
+    budget: Budget = _STATE["budget"]
+    limits = [f"budget {budget.minutes:g} minutes"]
+    if budget.cpu_minutes is not None:
+        limits = [f"budget {budget.cpu_minutes:g} CPU minutes"]
+        if budget.max_wall_minutes is not None:
+            limits.append(f"wall limit {budget.max_wall_minutes:g} minutes")
     _STATE["lines"] = [
-        f"test suite wall time: {_clock(wall)} (budget {budget.minutes:g} minutes"
-        f"{' at the reference speed' if budget.reference_probe_s else ''}, pyproject.toml{speed})"
+        f"test suite wall time: {_clock(wall)}, CPU time {_clock(cpu)} "
+        f"({', '.join(limits)}, pyproject.toml)"
     ]
     stopped = config.option.maxfail or exitstatus == pytest.ExitCode.INTERRUPTED
     if stopped or not _whole_suite(config):
         return
-    message = over_budget(wall, budget.minutes, dict(_STATE["durations"]), factor)
+    message = over_budget(wall, cpu, budget, dict(_STATE["durations"]))
     if message:
         _STATE["lines"].append(message)
         if exitstatus == pytest.ExitCode.OK:
@@ -187,7 +145,3 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
     for i, line in enumerate(_STATE.get("lines", [])):
         terminalreporter.write_line(line, red=i > 0)
-
-
-if __name__ == "__main__":  # the probe, to set reference_probe_seconds on a quiet machine
-    print(f"{min(probe_seconds() for _ in range(3)):.3f}")
