@@ -10,20 +10,27 @@ then timed. An entry is what the method's ``size()`` counts:
 - ``memorybank``, ``voyager``, ``generative_agents`` (parity modes): stored tasks (1 per task);
 - ``amem`` (lite): notes (1 per task); ``langmem``: store items (1 Episode per task);
 - ``memrl``: experiences (1 per task); ``memskill``: memory-bank items (the synthetic
-  executor's inserts, 2 per solved task: only solved tasks are written, as MemCo ran it);
+  executor's inserts, 4 per solved task: only solved tasks are written, as MemCo ran it; its
+  memory is rebuilt from the replay of its last 5000 tasks when acquisition ends, so 10k items
+  must come from fewer tasks than that, ``ITEMS_OF``);
 - ``gmemory``, ``evograph``: stored tasks plus insights (1 insight per 5 tasks: 1.2 per task);
-- ``memco``: decision records of every agent plus the promoted global records (about 14 per
-  task over the first hundred tasks, 12 over 4000);
-- ``reme``: experiences in the pool (2 per task, less any the similarity dedup drops);
+- ``memco``: decision records of every agent plus the global records promoted from them (about
+  14 per task over the first hundred tasks, 13 over 750); the global ones are built when
+  acquisition ends, so while filling they are rebuilt and counted (:func:`entries`, untimed);
+- ``reme``: experiences in the pool (2 per task; its similarity dedup drops none of the
+  synthetic ones under the composed vectors, some under MiniLM);
 - ``none`` and ``icl`` store nothing (``entries`` ``None``, ``write path`` ``n/a``).
 
-Filling writes synthetic tasks in rounds, each sized by the entries per task seen so far, and
-stops when one more task would overshoot the size by more than it closes the gap (the
-``tasks`` column says how many it took; the ``memory.size()`` calls between rounds, MemCo's
-global rebuild among them, are not timed). The row prints ``entries`` beside ``size`` and
-``check`` says ``ok`` or ``FAILED: holds X entries, not N (margin 5%)`` when the entries differ
-from the size by more than ``MARGIN`` (5%) of it: a memory that merges or drops the synthetic
-items reports no numbers under a size it does not hold. Filling gives up after
+Filling writes synthetic tasks in rounds, each half the remaining gap at the entries per task
+seen so far, then, within four tasks' entries of the size, top-up tasks that add one entry each
+until the memory holds exactly the size (:func:`fill`, :func:`top_up`: a task whose goal ends
+with ``SINGLE``, for which the synthetic LLM answers one item per list; G-Memory and EvoGraph-Mem
+without an insight; MemCo a one-step dead end, one record). The ``tasks`` column says how many
+tasks it took, top-up included; the entry counts between writes, MemCo's global rebuild among
+them, are not timed. The row prints ``entries`` beside ``size`` (equal for every method at the
+sizes measured) and ``check`` says ``ok`` or ``FAILED: holds X entries, not N (margin 5%)`` when
+the entries differ from the size by more than ``MARGIN`` (5%) of it: a memory that merges or
+drops the synthetic items reports no numbers under a size it does not hold. Filling gives up after
 ``MAX_TASKS_PER_ENTRY`` (4) tasks per entry of the size. The script exits with status 1 when a
 row failed (its check, or a method that raised); a row cut by ``--time-limit`` is not a failure.
 
@@ -38,10 +45,13 @@ row failed (its check, or a method that raised); a row cut by ``--time-limit`` i
   ``LEXICON`` (771 English words: the names of the Unicode pictographs U+1F300-U+1F64F, fixed
   since Unicode 8), so every answer is distinct and the entries a method derives from them
   (ReMe's experiences, MemSkill's items, summaries, insights) stay apart under a similarity dedup
-  (ReMe's: 0.5 cosine of usage scenarios, as its official code), in MiniLM and in the composed
-  word vectors alike; answers drawn from the prompt's words made ReMe's pool collapse to 377
-  entries from 10k tasks. LangMem's manager needs tool calls from the LLM, so its store is filled
-  with ``store.put`` of the Episode items the manager would have written. G-Memory and
+  (ReMe's: a candidate's scenario + content more than 0.5 cosine to a stored usage scenario, as
+  its official code): in the composed word vectors none is dropped; under MiniLM (sizes up to
+  ``--minilm-items``) some are (about 1 in 6 at 1k) and the fill writes more tasks; answers
+  drawn from the prompt's words made ReMe's pool collapse to 377 entries from 10k tasks, and
+  means of MiniLM's own word vectors to 1 entry. LangMem's manager needs tool calls from the
+  LLM, so its store is filled with ``store.put`` of the Episode items the manager would have
+  written. G-Memory and
   EvoGraph-Mem write at store level too (``queries.add`` of each task's query node, one insight
   per 5 tasks): their observe runs insight fine-tuning every 5 tasks and a clustering merge over
   all stored tasks every 20 (21 s for 1k tasks with the synthetic LLM, over 6 minutes for 10k).
@@ -58,11 +68,13 @@ row failed (its check, or a method that raised); a row cut by ``--time-limit`` i
 
 Embeddings: at a size up to ``--minilm-items`` (default 2000) every text, stored or queried,
 goes through the embedded MiniLM (``conf/embedder/minilm.yaml``). Beyond that, vectors are
-composed from MiniLM vectors of words (each distinct word embedded once with MiniLM, a text = the
-normalised mean of its words' vectors; ``vectors`` column ``words``), for items and queries
-alike (one geometry, so similarity thresholds behave), so a 10k / 100k measurement times the
-memory operation, not 10^5 MiniLM encodes on 2 cores (nor MiniLM's ~10 ms per query).
-``--embedder fake`` (a seeded hash projection, no model) is for the tests.
+composed from words (a text = the normalised mean of its words' vectors, each word a fixed random
+unit vector seeded by its CRC-32, MiniLM's 384 dimensions; ``vectors`` column ``words``), for
+items and queries alike (one geometry, so similarity thresholds behave), so a 10k / 100k
+measurement times the memory operation, not 10^5 MiniLM encodes on 2 cores (nor MiniLM's ~10 ms
+per query). Distinct word draws are near-orthogonal there (cosine 0.01 +- 0.06), so no dedup
+merges them; a shared goal word still makes a query near its tasks. ``--embedder fake`` (the same
+random word vectors at 256 dimensions, no model) is for the tests.
 
 One process; a row is printed as soon as its (method, size) is measured (a method that raises,
 or runs past ``--time-limit`` seconds, gets a row saying so, and the others go on). ``--out``
@@ -73,6 +85,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
 import itertools
 import json
 import logging
@@ -83,6 +96,7 @@ import sys
 import tempfile
 import time
 import unicodedata
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -90,11 +104,11 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from memco_memory import episode  # noqa: E402
+from memco_memory import DOMAINS, OBJECTS, RECEPTACLES, episode  # noqa: E402
 
 from memarena.core import MemoryQuery, MemoryServices, Observation  # noqa: E402
 from memarena.core.llm_types import Completion  # noqa: E402
-from memarena.core.types import Usage  # noqa: E402
+from memarena.core.types import Feedback, Outcome, Step, Task, Trajectory, Usage  # noqa: E402
 
 log = logging.getLogger("benchmarks.memory_ops")
 ROOT = Path(__file__).resolve().parents[1]
@@ -122,7 +136,14 @@ WAVE = 8
 MARGIN = 0.05  # a row fails when its memory's entries differ from the size by more than this
 MAX_TASKS_PER_ENTRY = 4  # filling gives up after this many tasks per entry of the size
 HELD_OUT = 10**7  # task ids of the retrieval queries start here, apart from the written tasks
+TOPUP = 2 * 10**7  # task ids of the top-up's one-step tasks (MemCo) start here
 ANSWER_WORDS = 5  # words per string the synthetic LLM answers
+ITEMS = 2  # items per list the synthetic LLM answers (experiences, MemSkill operations, ...)
+# MemSkill's executor answers 4 inserts per solved task: its memory is rebuilt at the end of
+# acquisition from the replay of its last 5000 tasks (replay_pool), so 10k entries must come
+# from fewer tasks (~4200 at 60% solved; 2 per solved task would need ~8300)
+ITEMS_OF = {"memskill": 4}
+SINGLE = "(one note)"  # a top-up task's goal ends with this: the synthetic LLM answers 1 item
 # 771 English words, the names of the Unicode pictographs U+1F300-U+1F64F (block complete since
 # Unicode 8, so the same list in every Python 3): apple, bicycle, candle, ...
 LEXICON = sorted({
@@ -143,13 +164,17 @@ class SyntheticLLM:
 
     name = "synthetic-llm"
 
-    def __init__(self, seed: int = 0) -> None:
+    def __init__(self, seed: int = 0, items: int = ITEMS) -> None:
         self.rng = random.Random(seed)
         self.usage = Usage()
+        self.list_items = items  # items per list answer
+        self.items = items  # ... for the request at hand (1 for one naming a top-up task)
 
     def generate(self, requests: list[Any]) -> list[Completion]:
         out = []
         for request in requests:
+            prompt = " ".join(str(m.get("content", "")) for m in getattr(request, "messages", []))
+            self.items = 1 if SINGLE in prompt else self.list_items
             if getattr(request, "json_schema", None) is not None:
                 text = json.dumps(self._answer(request.json_schema))
             elif getattr(request, "choices", None):
@@ -175,7 +200,8 @@ class SyntheticLLM:
             props = schema.get("properties", {})
             return {k: self._value(v) for k, v in props.items()}  # optional ones too
         if kind == "array":
-            n = max(int(schema.get("minItems", 1)), min(2, int(schema.get("maxItems", 2))))
+            most = int(schema.get("maxItems", self.items))
+            n = max(int(schema.get("minItems", 1)), min(self.items, most))
             return [self._value(schema.get("items", {})) for _ in range(n)]
         if kind == "integer":
             lo, hi = int(schema.get("minimum", 1)), int(schema.get("maximum", 10))
@@ -208,45 +234,68 @@ class SyntheticLLM:
 
 
 # -- embedders ----------------------------------------------------------------------------------
+def word_vector(word: str, dim: int) -> np.ndarray:
+    """A fixed random unit vector for ``word`` (a Gaussian seeded by its CRC-32): two distinct
+    words are near-orthogonal (cosine ~ N(0, 1/dim)), the same in every process."""
+    row = np.random.default_rng(zlib.crc32(word.encode())).standard_normal(dim)
+    return (row / np.linalg.norm(row)).astype(np.float32)
+
+
+def compose(texts: list[str], vector: Any, dim: int) -> np.ndarray:
+    """Each text as the normalised mean of its words' vectors (``vector(word)``; its first 64
+    words)."""
+    rows = np.zeros((len(texts), dim), dtype=np.float32)
+    for i, text in enumerate(texts):
+        words = re.findall(r"\w+", str(text).lower())[:64] or ["empty"]
+        rows[i] = np.mean([vector(w) for w in words], axis=0)
+    return rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-6)
+
+
 class FakeEmbedder:
-    """A seeded projection of hashed word counts (no model; for the tests)."""
+    """Random word vectors composed (no model; for the tests): distinct word draws are
+    near-orthogonal at 256 dimensions, so a similarity dedup keeps them apart."""
 
     name = "fake"
-    dim = 32
+    dim = 256
 
     def __init__(self) -> None:
-        self.proj = np.random.default_rng(0).normal(size=(4096, self.dim)).astype(np.float32)
+        self.cache: dict[str, np.ndarray] = {}
+
+    def _word(self, word: str) -> np.ndarray:
+        if word not in self.cache:
+            self.cache[word] = word_vector(word, self.dim)
+        return self.cache[word]
 
     def encode(self, texts: list[str]) -> np.ndarray:
-        rows = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for i, text in enumerate(texts):
-            for word in re.findall(r"\w+", str(text).lower()):
-                rows[i] += self.proj[hash(word) % 4096]
-        return rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-6)
+        return compose(list(texts), self._word, self.dim)
 
     def close(self) -> None:
         return None
 
 
 class ItemEmbedder:
-    """``base`` for queries; for stored items (``words`` on) the normalised mean of the base
-    vectors of their words, each distinct word embedded once."""
+    """``base`` (MiniLM) for every text; with ``words`` on (a size above ``--minilm-items``),
+    the normalised mean of fixed random word vectors (:func:`word_vector`, ``base.dim``
+    dimensions) for items and queries alike. Random, not MiniLM's own word vectors: those share
+    a common direction (mean pairwise cosine 0.25 over ``LEXICON``), so a mean of 10 random
+    words and one of 5 others are 0.52-0.9 cosine apart, all above ReMe's 0.5 dedup threshold
+    (its pool held 1 experience at 10k); random ones keep distinct draws near-orthogonal
+    (0.01 +- 0.06 at 384 dimensions; measured over 500 x 500 such pairs)."""
 
     def __init__(self, base: Any) -> None:
         self.base, self.name, self.dim = base, base.name, base.dim
         self.words = False
         self.cache: dict[str, np.ndarray] = {}
 
+    def _word(self, word: str) -> np.ndarray:
+        if word not in self.cache:
+            self.cache[word] = word_vector(word, self.dim)
+        return self.cache[word]
+
     def encode(self, texts: list[str]) -> np.ndarray:
         if not self.words:
             return self.base.encode(list(texts))
-        tokens = [re.findall(r"\w+", str(t).lower())[:64] or ["empty"] for t in texts]
-        new = sorted({w for ws in tokens for w in ws} - self.cache.keys())
-        if new:
-            self.cache.update(zip(new, np.asarray(self.base.encode(new)), strict=True))
-        rows = np.stack([np.mean([self.cache[w] for w in ws], axis=0) for ws in tokens])
-        rows = rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-6)
-        return rows.astype(np.float32)
+        return compose(list(texts), self._word, self.dim)
 
     def close(self) -> None:
         return None
@@ -304,10 +353,13 @@ def write(memory: Any, method: str, pairs: list[tuple[Any, Any]]) -> None:
         memory.observe_groups([[pair] for pair in pairs[start : start + chunk]])
 
 
-def graph_write(memory: Any, method: str, pairs: list[tuple[Any, Any]]) -> None:
+def graph_write(
+    memory: Any, method: str, pairs: list[tuple[Any, Any]], insights: bool = True
+) -> None:
     """G-Memory / EvoGraph-Mem: each task's query node (goal embedding, steps, status) straight
     into the query graph, and one insight per 5 tasks (what the insight fine-tuning / the graph
-    controller would add), goals embedded 256 at a time."""
+    controller would add; ``insights`` off: none, the fill's top-up), goals embedded 256 at a
+    time."""
     from memarena.memory.gmemory.query_graph import FAILED, RESOLVED, QueryNode
 
     rng = random.Random(memory.n_observed)  # a call goes on where the last one stopped
@@ -325,7 +377,7 @@ def graph_write(memory: Any, method: str, pairs: list[tuple[Any, Any]]) -> None:
             )
             memory.queries.add(node, vector)
             memory.n_observed += 1
-            if memory.n_observed % 5 == 0:
+            if insights and memory.n_observed % 5 == 0:
                 insight = " ".join(rng.sample(LEXICON, 8))
                 if method == "evograph":
                     memory.graph.add(insight, traj.task.id)
@@ -340,32 +392,78 @@ def task_stream(seed: int = 0, start: int = 0) -> Iterator[tuple[Any, Any]]:
         yield episode(rng, i)
 
 
+def small_stream(seed: int = 0, start: int = TOPUP) -> Iterator[tuple[Any, Any]]:
+    """The top-up's tasks: one failed ``look`` that changed nothing, in one of the stream's
+    domains (MemCo induces one record from it once its agent holds that dead end; the other
+    methods write it as any task)."""
+    rng = random.Random(seed)
+    for i in itertools.count(start):
+        domain, obj, dest = rng.choice(DOMAINS), rng.choice(OBJECTS), rng.choice(RECEPTACLES)
+        goal = f"Your task is to: put a {obj} in {dest}."
+        task = Task(f"syn/{domain}/train/{i:08d}", "alfworld", "train", domain, goal, {})
+        step = Step("look", "Nothing happens.", 0.0, 0.0, Feedback(True, False, "no_effect"))
+        traj = Trajectory(task, "You are in the middle of a room.", [step])
+        yield traj, Outcome(False, 0.0, 1, "budget")
+
+
+def entries(memory: Any) -> int:
+    """What the memory will hold once published: ``size()``, with MemCo's global records
+    (built from the local ones when acquisition ends) rebuilt and counted while it fills."""
+    if hasattr(memory, "global_published") and not memory.global_published():
+        local = sum(len(agent.store) for agent in memory.locals.values())
+        return local + len(memory.rebuild_global())
+    return memory.size() or 0
+
+
+def marked(stream: Iterator[tuple[Any, Any]]) -> Iterator[tuple[Any, Any]]:
+    """``stream``'s tasks with ``SINGLE`` at the end of their goal: the synthetic LLM answers
+    one item per list for them (ReMe: one experience per analysis; MemSkill: one insert, in its
+    end-of-acquisition rebuild from the replay too)."""
+    for traj, out in stream:
+        task = dataclasses.replace(traj.task, goal=f"{traj.task.goal} {SINGLE}")
+        yield dataclasses.replace(traj, task=task), out
+
+
+def top_up(memory: Any, method: str, pair: tuple[Any, Any]) -> None:
+    """Write one task so that it adds at most one entry: a :func:`marked` task (one item per
+    list answer), G-Memory and EvoGraph-Mem without an insight, MemCo a one-step task
+    (:func:`small_stream`)."""
+    if method in ("gmemory", "evograph"):
+        graph_write(memory, method, [pair], insights=False)
+    else:
+        write(memory, method, [pair])
+
+
 def fill(memory: Any, method: str, size: int, stream: Iterator[Any]) -> tuple[int, float]:
-    """Write tasks from ``stream`` until ``memory`` holds ``size`` entries; (tasks written,
-    seconds spent writing). A first round of 1% of the size gives the entries per task; each
-    next round writes 80% of the remaining gap at that rate (MemCo's rate drifts with the
-    tasks), until one more task would overshoot by more than it closes. The ``size()`` calls
-    between rounds are not timed. Gives up after ``MAX_TASKS_PER_ENTRY`` tasks per entry."""
-    written, seconds, entries = 0, 0.0, 0
+    """Write tasks from ``stream`` until ``memory`` holds exactly ``size`` entries (what
+    :func:`entries` counts); (tasks written, seconds spent writing). A first round of 1% of the
+    size gives the entries per task; each next round writes half the remaining gap at that
+    rate (MemCo's rate drifts with the tasks) while the gap is over four tasks' entries; then
+    tasks that add one entry each (:func:`top_up`; MemCo's from :func:`small_stream`) are
+    written one at a time until the size is reached. The entry counts between writes are not
+    timed. Gives up after ``MAX_TASKS_PER_ENTRY`` tasks per entry of the size."""
+    written, seconds, held = 0, 0.0, 0
     if method == "none" or not memory.learns:
         return written, seconds
-    while written < MAX_TASKS_PER_ENTRY * size + 8:
-        rate = entries / written if written else 0.0  # entries per task so far
-        if written and size - entries <= rate / 2:
-            break
-        if not written:
-            n = max(1, size // 100)
-        elif not rate:
-            n = written  # nothing kept yet: double the tasks
-        else:
-            n = max(1, int(0.8 * (size - entries) / rate))
-        n = min(n, MAX_TASKS_PER_ENTRY * size + 8 - written)
-        batch = list(itertools.islice(stream, n))
+    most = MAX_TASKS_PER_ENTRY * size + 8
+    small = small_stream() if method == "memco" else marked(stream)
+    while written < most and held < size:
+        rate = held / written if written else 0.0  # entries per task so far
+        if written and rate and size - held <= 4 * rate:
+            batch, one = [next(small)], True  # the top-up: one entry at a time
+        elif not written:
+            batch, one = list(itertools.islice(stream, max(1, size // 100))), False
+        else:  # half the gap at the mean rate: the tasks' spread does not overshoot it
+            n = max(1, int(0.5 * (size - held) / rate)) if rate else written  # none kept: double
+            batch, one = list(itertools.islice(stream, min(n, most - written))), False
         t0 = time.perf_counter()
-        write(memory, method, batch)
+        if one:
+            top_up(memory, method, batch[0])
+        else:
+            write(memory, method, batch)
         seconds += time.perf_counter() - t0
-        written += n
-        entries = memory.size() or 0
+        written += len(batch)
+        held = entries(memory)
     return written, seconds
 
 
@@ -420,7 +518,7 @@ def measure(
     choice, path = METHODS[method]
     cfg = method_config(choice)
     held_out = list(itertools.islice(task_stream(seed=1, start=HELD_OUT), n_queries))
-    memory = build(copy.deepcopy(cfg), embedder, SyntheticLLM())
+    memory = build(copy.deepcopy(cfg), embedder, SyntheticLLM(items=ITEMS_OF.get(method, ITEMS)))
     embedder.words = size > minilm_items
     tasks, write_s = fill(memory, method, size, task_stream())
     memory.freeze()
@@ -433,7 +531,7 @@ def measure(
         t0 = time.perf_counter()
         memory.save(Path(tmp))
         save_s = time.perf_counter() - t0
-        fresh = build(copy.deepcopy(cfg), embedder, SyntheticLLM())
+        fresh = build(copy.deepcopy(cfg), embedder, SyntheticLLM(items=ITEMS_OF.get(method, ITEMS)))
         t0 = time.perf_counter()
         fresh.load(Path(tmp))
         load_s = time.perf_counter() - t0
