@@ -4,6 +4,7 @@ an uncaught exception's traceback and status 1); a timeout kills it and what it 
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -89,13 +90,10 @@ def test_a_timeout_kills_the_script_and_what_it_started(tmp_path):
         pytest.fail(f"the script's child {pid} outlived the timeout")
 
 
-def test_run_py_through_the_zygote_matches_a_spawned_run(tmp_path):
-    """The same scripted run forked and spawned: the same metrics."""
-    import json
-
-    args = ["env=pddl", "method=none", "backbone=scripted", "logger=none",
-            "protocol.max_eval_tasks=2"]  # fmt: skip
-    outs = []
+def _forked_and_spawned(tmp_path: Path, args: list[str]) -> list[Path]:
+    """The run of ``args`` forked from the zygote, then spawned as ``python run.py``: the
+    folder of each one's metrics.json."""
+    folders = []
     for name in ("forked", "spawned"):
         results = tmp_path / name
         argv = [*args, f"paths.results_dir={results}", f"paths.llm_cache={results}/c.sqlite"]
@@ -106,7 +104,17 @@ def test_run_py_through_the_zygote_matches_a_spawned_run(tmp_path):
                                   capture_output=True, text=True, timeout=600)  # fmt: skip
         assert proc.returncode == 0, proc.stderr[-2000:]
         (metrics,) = results.rglob("metrics.json")
-        data = json.loads(metrics.read_text())
+        folders.append(metrics.parent)
+    return folders
+
+
+def test_run_py_through_the_zygote_matches_a_spawned_run(tmp_path):
+    """The same scripted run forked and spawned: the same metrics."""
+    args = ["env=pddl", "method=none", "backbone=scripted", "logger=none",
+            "protocol.max_eval_tasks=2"]  # fmt: skip
+    outs = []
+    for run in _forked_and_spawned(tmp_path, args):
+        data = json.loads((run / "metrics.json").read_text())
         outs.append({k: data[k] for k in ("success_rate", "progress_rate", "n_episodes")})
     assert outs[0] == outs[1]
 
@@ -137,25 +145,14 @@ def test_a_memory_run_with_the_embedded_model_forked_matches_it_spawned(tmp_path
     """ReMe with the embedded SmolLM2 as its summarizer (acquisition writes experiences with
     the model, evaluation retrieves them), forked and spawned: the same metrics and the same
     memory, byte for byte."""
-    import json
-
     args = ["env=pddl", "method=reme", "backbone=scripted", "logger=none",
             "protocol.max_train_tasks=1", "protocol.max_eval_tasks=1", "protocol.step_budget=6",
             "method.samples=1", "method.max_tokens=48", "method.scenario_chars=200",
             "method.experience_chars=400"]  # fmt: skip
     outs = []
-    for name in ("forked", "spawned"):
-        results = tmp_path / name
-        argv = [*args, f"paths.results_dir={results}", f"paths.llm_cache={results}/c.sqlite"]
-        if name == "forked":
-            proc = run_script(ROOT / "run.py", argv)
-        else:
-            proc = subprocess.run([sys.executable, str(ROOT / "run.py"), *argv], cwd=ROOT,
-                                  capture_output=True, text=True, timeout=600)  # fmt: skip
-        assert proc.returncode == 0, proc.stderr[-2000:]
-        (metrics,) = results.rglob("metrics.json")
-        data = json.loads(metrics.read_text())
-        memory = (metrics.parent / "memory" / "memory.json").read_bytes()
+    for run in _forked_and_spawned(tmp_path, args):
+        data = json.loads((run / "metrics.json").read_text())
+        memory = (run / "memory" / "memory.json").read_bytes()
         outs.append((data["memory_token_usage"], data["success_rate"], data["memory_size"], memory))
     assert outs[0] == outs[1]
     assert outs[0][0]["summarize"]["calls"] > 0  # the model was asked
