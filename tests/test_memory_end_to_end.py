@@ -80,6 +80,37 @@ def _shown_in_memory_slot(
     return hits
 
 
+def _shown_as_its_entry(run_dir: Path, texts: Callable[[dict, str], list]) -> int:
+    """How many evaluation steps showed memory where every shown id has the item it rendered
+    as (``MemoryContext.entries``: ``<field>: <item>``, kept with ``protocol.record_memory``)
+    verbatim among its field's items in the memory slot, the slot in the prompt, and that id's
+    own stored text (``texts``) in its own item: each id matched to its text, not any shown
+    text anywhere in the slot (MemCo)."""
+    state = _json(run_dir / "memory" / "memory.json")["state"]
+    hits = matched = 0
+    for episode in _lines(run_dir / "episodes.jsonl"):
+        for step in episode["trajectory"]["steps"]:
+            slots = [text for text in (step.get("memory") or {}).values() if text]
+            if not step["memory_ids"] or not slots:
+                continue
+            prompt = "\n".join(m.get("content") or "" for m in step["prompt"])
+            entries = step.get("memory_entries") or {}
+            assert set(step["memory_ids"]) <= set(entries), "a shown id without its line"
+            assert all(slot in prompt for slot in slots)
+            fields = [line for slot in slots for line in slot.splitlines()]
+            for entry_id in step["memory_ids"]:
+                # "<field>: <item>": the item verbatim in that field's line of the summary
+                label, item = entries[entry_id].split(": ", 1)
+                shown = [f.split(": ", 1)[1] for f in fields if f.startswith(f"{label}: ")]
+                assert any(item in text for text in shown), (entry_id, item)
+                wanted = [t for t in texts(state, entry_id) if t]
+                if wanted:  # a stored record (MemCo's transition-graph items have no record)
+                    assert any(_found(t, item) for t in wanted), (entry_id, item, wanted)
+                    matched += 1
+            hits += 1
+    return hits if matched else 0
+
+
 def _found(text: str | re.Pattern, prompt: str) -> bool:
     return bool(text.search(prompt)) if isinstance(text, re.Pattern) else text in prompt
 
@@ -163,6 +194,8 @@ def test_the_headline_demo_promotes_records_and_shows_them_to_every_agent(tmp_pa
     assert _shown_in_memory_slot(run, _memco_texts) > 0
     global_only = {"agents": {}, "global": state["global"]}
     assert _shown_in_memory_slot(run, lambda _, i: _memco_texts(global_only, i)) > 0
+    # every shown id, its own line, its own text (not any shown text anywhere in the slot)
+    assert _shown_as_its_entry(run, _memco_texts) > 0
 
 
 def _stored_task_texts(insights_key: str) -> Callable[[dict, str], list[str]]:
