@@ -58,6 +58,14 @@ def pytest_configure(config) -> None:
 _RUNS: dict = {"spawn": False}
 
 
+def pytest_sessionfinish(session) -> None:
+    """Stop this process's warm zygote before the suite's budget is read (tests/suite_budget.py
+    runs last): reaped, its CPU time and its runs' count toward the suite's."""
+    from prefork import ZYGOTE
+
+    ZYGOTE.stop()
+
+
 def compose_cfg(overrides: list[str] | None = None, *, return_hydra_config: bool = False):
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(CONF), version_base=None):
