@@ -15,7 +15,7 @@ def test_the_repository_keeps_a_cpu_budget_of_2_cores_x_20_minutes_within_ci_lim
     # 20 minutes of wall time on 2 cores (issue 32) as CPU time (issue 50); the wall backstop
     # leaves the install its time within CI's 90
     budget = read_budget(ROOT / "pyproject.toml")
-    assert budget.minutes == 20 and budget.cpu_minutes == 2 * budget.minutes
+    assert budget.minutes == 20 and 2 * budget.minutes <= budget.cpu_minutes <= 2.2 * budget.minutes
     assert budget.max_wall_minutes is not None and budget.max_wall_minutes <= 60
 
 
