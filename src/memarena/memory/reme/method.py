@@ -649,23 +649,22 @@ class ReMe(MemoryMethod):
             lessons = _lessons_from(context, trajectory)
         if "lessons" not in context.slots:  # a fresh retrieval: its recalls count again
             self._count_recalls([(trajectory, outcome)])
+        pair = (trajectory, outcome)
+        added: list[Experience] = []
         if outcome.success:
             self.counts["reflection_successes"] += 1
             if self.retry_success_adds == "retry_summary":
-                added = self._distil(self._analyses([(trajectory, outcome)]))
-            else:
-                added = self._admit(lessons) if lessons else []
-            if self.generalize_queries and added:
-                self._generalize([trajectory])
+                added = self._distil(self._analyses([pair]))
+            elif lessons:
+                added = self._admit(lessons)
         elif self.addition == "full":
-            pair = (trajectory, outcome)
             added = self._distil(self._analyses([pair]))
             if attempt < self.max_reflections:
                 self._keep_added_lessons([pair], added)
-            if self.generalize_queries and added:
-                self._generalize([trajectory])
         elif attempt >= self.max_reflections:
-            self._summarize_last([(trajectory, outcome)])
+            self._summarize_last([pair])
+        if self.generalize_queries and added:
+            self._generalize([trajectory])
         self._count_trials(1)
 
     # -- reporting and snapshots ---------------------------------------------------------------
