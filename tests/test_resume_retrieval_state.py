@@ -3,8 +3,10 @@ retrieval changes their state (issue 50 item 1): EvoGraph-Mem online in its own 
 insights shown, which the controller edits after the task), MemoryBank and Generative Agents in
 their faithful modes while learning (recall strengthening, access times), A-Mem lite and
 MemSkill under per-domain memories (killed mid-acquisition: A-Mem counts its notes'
-retrievals). Each resumed run's ``metrics.json`` equals the uninterrupted one's key by key (the
-wall-clock keys aside, :data:`TIMING`) and its memory snapshots are the same bytes.
+retrievals), and G-Memory under per-domain memories that keep learning while evaluated (its
+global memory is rebuilt from the domains as they learn, and answers their retrievals). Each resumed run's ``metrics.json`` equals the uninterrupted one's
+key by key (the wall-clock keys aside, :data:`TIMING`) and its memory snapshots are the same
+bytes.
 
 The kill is real: the run is forked from the warm test process (tests/prefork.py) with
 ``RunStore.append`` wrapped to SIGKILL the process right after the ``after``-th record of a
@@ -73,6 +75,14 @@ CASES = {
          "protocol.max_eval_tasks=2", "protocol.step_budget=8"],
         # killed in the second round of domain tasks, whose retrievals read the first round's
         "acquisition.jsonl", 6),
+    # per-domain memories learning during evaluation, with G-Memory's global memory rebuilt
+    # from the domains as they learn: the rebuild and its cost at the same points, and each
+    # retrieval's cost on the memory it asked (the global one)
+    "gmemory_per_domain_learning": (
+        ["experiment=memco_table1_pddl", "method=gmemory", "protocol.freeze_during_eval=false",
+         "protocol.update_every=1", "protocol.max_train_tasks=4", "protocol.max_eval_tasks=4",
+         "protocol.step_budget=8"],
+        "episodes.jsonl", 3),
     "memskill_per_domain": (
         ["experiment=memco_table1_pddl", "method=memskill", "method.success_only=false",
          "method.max_tokens=200", "protocol.max_train_tasks=8", "protocol.max_eval_tasks=2",

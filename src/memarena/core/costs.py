@@ -53,6 +53,18 @@ def add_into(total: Nested, part: Mapping[str, Any] | None) -> Nested:
     return total
 
 
+def negated(part: Mapping[str, Any] | None) -> Nested:
+    """``-part`` for nested counters (every key kept), so ``add_into(total, negated(x))``
+    takes ``x`` back out of ``total``."""
+    out: Nested = {}
+    for key, value in (part or {}).items():
+        if isinstance(value, Mapping):
+            out[key] = negated(value)
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            out[key] = -value
+    return out
+
+
 def split(spent: Mapping[str, Any], n: int) -> list[Nested]:
     """``spent`` (nested int counters) shared among ``n`` episodes that were answered in one
     batch: each counter divided evenly, the remainder going to the first ones, so the shares

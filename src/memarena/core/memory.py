@@ -411,6 +411,18 @@ class MemoryMethod:
         memory's own :meth:`retrieve`."""
         return self.retrieve(query)
 
+    def replay_retrieval_in_team(
+        self,
+        trajectory: Trajectory,
+        spent: Mapping[str, Any] | None,
+        global_memory: MemoryMethod | None,
+    ) -> None:
+        """:meth:`replay_retrieval` for a retrieval made through :meth:`retrieve_in_team`: on
+        the memories that retrieval was asked of, so each holds what it held in the
+        uninterrupted run (its cost included). Default: this domain's memory alone, as the
+        default :meth:`retrieve_in_team` asks it alone."""
+        self.replay_retrieval(trajectory, spent)
+
     def freeze(self) -> None:
         """Stop learning (frozen evaluation)."""
         self.frozen = True

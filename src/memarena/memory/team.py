@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from memarena.core import ConfigError, MemoryContext, MemoryMethod, MemoryQuery, Outcome, Trajectory
+from memarena.core.costs import add_into, counters, difference, negated
 
 Factory = Callable[[], MemoryMethod]
 
@@ -48,6 +49,8 @@ class DomainTeam(MemoryMethod):
         self.domains: dict[str, MemoryMethod] = {}
         self.global_memory: MemoryMethod | None = None
         self._stale = True  # the global memory does not reflect the domain memories
+        # what the global memories a rebuild replaced had spent: the team's counters only grow
+        self._retired: dict = {"usage": {}, "fallbacks": {}}
         self._view: str | None = None
 
     # -- members ------------------------------------------------------------------------------
@@ -73,6 +76,7 @@ class DomainTeam(MemoryMethod):
         None without ``has_global``. Built when the snapshot is written and when evaluation
         begins, never for a retrieval while acquiring."""
         if self._stale:
+            add_into(self._retired, counters(self.global_memory))
             self.global_memory = None
             if self.has_global and self.domains:
                 merged = self._new()
@@ -141,10 +145,23 @@ class DomainTeam(MemoryMethod):
 
     def replay_retrieval(self, trajectory: Trajectory, spent: Any) -> None:
         """A recorded retrieval, replayed on the memory it was asked of: the task's domain
-        memory (while evaluating, the view's)."""
+        memory (while evaluating, the view's). While evaluating, the retrieval first rebuilt
+        the global memory when a domain memory had learned since (:meth:`build_global`): the
+        replay rebuilds it at the same point, so the global memory, and what its rebuild
+        cost, follow the uninterrupted run, and the member gets back the rest of the
+        record's cost (a wave's cost is shared evenly among its records, so one record's
+        rest may be negative; the wave's sum is exact)."""
         member = self.domains.get(self._domain_of(trajectory.task.domain))
-        if member is not None:
+        if member is None:
+            return
+        if self.phase == "acquire":  # the domain's own memory only, as retrieve_batch asks it
             member.replay_retrieval(trajectory, spent)
+            return
+        before = counters(self)
+        merged = self.build_global()
+        rebuilt = difference(counters(self), before)
+        spent = add_into(add_into({}, spent), negated(rebuilt))
+        member.replay_retrieval_in_team(trajectory, spent, merged)
 
     def reflect(
         self, failures: list[tuple[Trajectory, Outcome]], attempt: int
@@ -173,8 +190,9 @@ class DomainTeam(MemoryMethod):
     # -- metrics and tokens -------------------------------------------------------------------
     @property  # type: ignore[override]
     def token_usage(self) -> dict[str, dict[str, int]]:
-        """Every member's LLM usage per purpose, summed (the team makes no call itself)."""
-        total: dict[str, dict[str, int]] = {}
+        """Every member's LLM usage per purpose, summed (the team makes no call itself), with
+        what the global memories since replaced by a rebuild had spent."""
+        total: dict[str, dict[str, int]] = add_into({}, self._retired["usage"])
         for member in self._members():
             for purpose, usage in member.token_usage.items():
                 mine = total.setdefault(purpose, {})
@@ -189,7 +207,7 @@ class DomainTeam(MemoryMethod):
 
     @property  # type: ignore[override]
     def fallbacks(self) -> dict[str, int]:
-        total: dict[str, int] = {}
+        total: dict[str, int] = add_into({}, self._retired["fallbacks"])
         for member in self._members():
             for kind, n in (member.fallbacks or {}).items():
                 total[kind] = total.get(kind, 0) + n
@@ -215,12 +233,14 @@ class DomainTeam(MemoryMethod):
         return out
 
     def size(self) -> int | None:
-        """Entries of every domain memory plus the global memory's."""
+        """Entries of every domain memory plus the global memory's as last built. Never builds
+        it: the live progress line asks after every episode, and a rebuild there (LLM calls
+        outside any measured window, at moments a resumed run does not repeat) would change
+        when the global memory learns and what the records say it cost."""
         sizes = [m.size() for m in self.domains.values()]
         if not sizes or all(s is None for s in sizes):
             return None
-        # while acquiring (live metrics ask after every episode) the global memory is not built
-        merged = self.global_memory if self.phase == "acquire" else self.build_global()
+        merged = self.global_memory
         extra = (merged.size() or 0) if merged is not None else 0
         return sum(s or 0 for s in sizes) + extra
 
@@ -235,10 +255,13 @@ class DomainTeam(MemoryMethod):
         domains = {d: m.state_dict() for d, m in self.domains.items()}
         self._stale = self._stale or self.phase == "acquire"
         merged = self.build_global()
-        return {
+        out = {
             "domain_memories": domains,
             "global": merged.state_dict() if merged is not None else None,
         }
+        if self._retired["usage"] or self._retired["fallbacks"]:
+            out["retired_global_cost"] = add_into({}, self._retired)
+        return out
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         if "domain_memories" not in state:
@@ -247,6 +270,7 @@ class DomainTeam(MemoryMethod):
                 "memories; evaluate it with protocol.domain_memories=pooled, or acquire again."
             )
         self.domains = {}
+        self._retired = add_into({"usage": {}, "fallbacks": {}}, state.get("retired_global_cost"))
         for domain, member_state in state["domain_memories"].items():
             self.member(domain).load_state_dict(member_state)
         self.global_memory = None

@@ -424,6 +424,13 @@ class GMemory(MemoryMethod):
             return self.retrieve(query)
         return global_memory.retrieve(query)
 
+    def replay_retrieval_in_team(
+        self, trajectory: Trajectory, spent: Any, global_memory: MemoryMethod | None
+    ) -> None:
+        """On the memory :meth:`retrieve_in_team` asked: the global one when there is one."""
+        target = self if global_memory is None else global_memory
+        target.replay_retrieval(trajectory, spent)
+
     def retrieve_batch(self, queries: list[MemoryQuery]) -> list[MemoryContext]:
         """The contexts of a wave of episodes; their goals are embedded in one call."""
         if not self.frozen:  # what a learning memory scores after the task; frozen: untouched
@@ -471,8 +478,7 @@ class GMemory(MemoryMethod):
     def _cut(self, nodes: list[QueryNode]) -> int:
         """How many observations of the solved tasks ``nodes`` showing them cuts."""
         return sum(
-            cut_count([n.initial, *(o for _, o in n.steps)], self.observation_chars)
-            for n in nodes
+            cut_count([n.initial, *(o for _, o in n.steps)], self.observation_chars) for n in nodes
         )
 
     def insight_content(self, insight_id: str) -> str | None:

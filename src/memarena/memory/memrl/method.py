@@ -397,6 +397,15 @@ class MemRL(ModalBaseline):
         vector = self.encode_queries([query.task.goal])[0]
         return self._compose(global_memory.pick(query, vector) + self.pick(query, vector))
 
+    def replay_retrieval_in_team(
+        self, trajectory: Trajectory, spent: Any, global_memory: MemoryMethod | None
+    ) -> None:
+        """Both draws :meth:`retrieve_in_team` made, again: the global memory's (no cost of its
+        own: the retrieval's is this memory's) and this one's."""
+        if isinstance(global_memory, MemRL) and not self.reads_empty and self.top_k:
+            global_memory.replay_retrieval(trajectory, None)
+        self.replay_retrieval(trajectory, spent)
+
     # -- retrieval -----------------------------------------------------------------------------
     def embedding_indexes(self) -> list[tuple[VectorIndex, Any]]:
         return [(self.intent_index, lambda ids: [self.intent_text[i] for i in ids])]

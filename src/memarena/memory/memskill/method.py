@@ -54,7 +54,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from memarena.core import ConfigError, MemoryContext, MemoryMethod, MemoryQuery
+from memarena.core import ConfigError, MemoryContext, MemoryMethod, MemoryQuery, Trajectory
 from memarena.core.memory import Capabilities
 from memarena.core.settings import reading
 from memarena.core.typecheck import Count, Positive
@@ -487,6 +487,13 @@ class MemSkill(ModalBaseline):
         global_memory.verify_embeddings()
         global_memory._refresh()
         return global_memory.contexts([query], global_memory.top_k_eval)[0]
+
+    def replay_retrieval_in_team(
+        self, trajectory: Trajectory, spent: Any, global_memory: MemoryMethod | None
+    ) -> None:
+        """On the memory :meth:`retrieve_in_team` asked: the global one when it is MemSkill's."""
+        target = global_memory if isinstance(global_memory, MemSkill) else self
+        target.replay_retrieval(trajectory, spent)
 
     # -- reporting and snapshots ---------------------------------------------------------------
     def metrics(self) -> dict[str, Any]:
