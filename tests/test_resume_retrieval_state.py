@@ -2,11 +2,11 @@
 retrieval changes their state (issue 50 item 1): EvoGraph-Mem online in its own protocol (the
 insights shown, which the controller edits after the task), MemoryBank and Generative Agents in
 their faithful modes while learning (recall strengthening, access times), A-Mem lite and
-MemSkill under per-domain memories (killed mid-acquisition: A-Mem counts its notes'
-retrievals), and G-Memory under per-domain memories that keep learning while evaluated (its
-global memory is rebuilt from the domains as they learn, and answers their retrievals). Each resumed run's ``metrics.json`` equals the uninterrupted
-one's key by key (the wall-clock keys aside, :data:`TIMING`) and its memory snapshots are the same
-bytes.
+MemSkill under per-domain memories (killed mid-acquisition: A-Mem counts its notes' retrievals),
+and G-Memory under per-domain memories that keep learning while evaluated (its global memory is
+rebuilt from the domains as they learn, and answers their retrievals). Each resumed run's
+``metrics.json`` equals the uninterrupted one's key by key (the wall-clock keys aside,
+:data:`TIMING`) and its memory snapshots are the same bytes.
 
 The kill is real: the run is forked from the warm test process (tests/prefork.py) with
 ``RunStore.append`` wrapped to SIGKILL the process right after the ``after``-th record of a
