@@ -335,3 +335,51 @@ def test_a_resume_with_another_update_schedule_is_refused(tmp_path):
     evaluate(_parts(tmp_path, Recorder(max_reflections=0), update_every=1))
     with pytest.raises(ConfigError, match="protocol.update_every: 1 in the records, 4 now"):
         _parts(tmp_path, Recorder(max_reflections=0), update_every=4)
+
+
+class FreshRetrieval(Recorder):
+    """A retry shown a fresh retrieval (as ReMe's ``retry_without_lessons: retrieve``): each one
+    costs the memory a rerank call, counted where :meth:`reflect` makes it, and is noted."""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.fresh: list[tuple[str, int]] = []
+
+    def _retrieve_again(self, task_id: str, attempt: int) -> MemoryContext:
+        usage = self.token_usage.setdefault("rerank", {"calls": 0, "prompt_tokens": 0})
+        usage["calls"] += 1
+        usage["prompt_tokens"] += 10 * attempt
+        self.fresh.append((task_id, attempt))
+        text = "LESSON" if attempt >= self.lesson_at else "try again"
+        return MemoryContext(slots={"memory": text}, memory_ids=[f"{task_id}-{attempt}"])
+
+    def reflect(self, failures, attempt):
+        return [self._retrieve_again(t.task.id, attempt) for t, _ in failures]
+
+    def replay_retry_retrieval(self, trajectory, context):
+        attempt = int(context.memory_ids[0].rsplit("-", 1)[1])
+        self._retrieve_again(trajectory.task.id, attempt)
+
+
+def test_a_resume_inside_a_chunk_replays_the_fresh_retrievals_of_its_recorded_retries(
+    tmp_path, monkeypatch
+):
+    """Killed after the first episode of a two-task chunk: the written task's retries are
+    replayed, not run, and the fresh retrievals its retries were shown are made again at their
+    attempt, so the memory spends (and the chunk's update cost records) what it did whole."""
+    kw = {"concurrency": 8, "update_every": 2, "runs": 1}
+    whole = FreshRetrieval(lesson_at=2)
+    whole_records = evaluate(_parts(tmp_path / "whole", whole, **kw))
+
+    original = _kill_after(monkeypatch, 1)
+    with pytest.raises(KeyboardInterrupt):
+        evaluate(_parts(tmp_path / "killed", FreshRetrieval(lesson_at=2), **kw))
+    monkeypatch.setattr(RunStore, "append", original)
+    resumed = FreshRetrieval(lesson_at=2)
+    records = evaluate(_parts(tmp_path / "killed", resumed, **kw))
+
+    assert sorted(resumed.fresh) == sorted(whole.fresh) and whole.fresh
+    assert resumed.token_usage == whole.token_usage
+    got, want = compute_metrics(records), compute_metrics(whole_records)
+    assert got["eval_memory_usage"] == want["eval_memory_usage"] != {}
+    assert got == want

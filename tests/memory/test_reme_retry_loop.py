@@ -19,7 +19,7 @@ import pytest
 from doubles import FakeLLM
 from test_reme import BAD, OK, _answer, _exp, _query, _stocked, _traj, _user
 
-from memarena.core import MemoryServices
+from memarena.core import MemoryContext, MemoryServices
 from memarena.memory.reme.method import ReMe
 
 GOAL = "buy stock at the price"
@@ -128,3 +128,17 @@ def test_without_retries_the_only_trial_is_summarised_under_the_released_reading
     memory = _memory(llm, reflection=False, summarize_last_trial=reading)
     memory.observe_groups([[_traj(GOAL, ["a0"], False, 0.0, task_id="q1")]])
     assert len(_analyses(llm)) == int(reading) and len(memory.pool) == 3
+
+
+def test_a_recorded_retry_shown_no_lessons_is_retrieved_again_on_resume():
+    """A resume replays a recorded retry without running it: when that retry was shown a fresh
+    retrieval (no lessons), the retrieval is made again at its attempt (its rerank / rewrite
+    calls counted, the task's shown context set as live); a retry shown lessons retrieved
+    nothing and replays nothing."""
+    memory = _memory(FakeLLM())
+    failed, _ = _traj(GOAL, ["a1"], False, 0.0, task_id="q1")
+    memory.replay_retry_retrieval(failed, MemoryContext(slots={"lessons": "x"}))
+    assert "q1" not in memory.shown
+    memory.replay_retry_retrieval(failed, MemoryContext(slots={"experience": "y"}))
+    live = _memory(FakeLLM()).retrieve(_query(GOAL))
+    assert live.memory_ids and memory.shown["q1"].memory_ids == live.memory_ids

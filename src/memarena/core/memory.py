@@ -423,6 +423,13 @@ class MemoryMethod:
         default :meth:`retrieve_in_team` asks it alone."""
         self.replay_retrieval(trajectory, spent)
 
+    def replay_retry_retrieval(self, trajectory: Trajectory, context: MemoryContext) -> None:
+        """On resume, for a recorded retry that is not run again (``context``: what it was
+        shown, as recorded): what :meth:`reflect` did to the memory when it made that context,
+        again, at the start of the retry's attempt, where the live :meth:`reflect` runs.
+        Default: nothing (reflect's lessons come back with :meth:`observe_retry`)."""
+        return None
+
     def freeze(self) -> None:
         """Stop learning (frozen evaluation)."""
         self.frozen = True

@@ -173,6 +173,11 @@ class DomainTeam(MemoryMethod):
             out += member.reflect([(trajectory, outcome)], attempt) if member else [None]
         return out
 
+    def replay_retry_retrieval(self, trajectory: Trajectory, context: MemoryContext) -> None:
+        member = self.domains.get(self._domain_of(trajectory.task.domain))
+        if member is not None:
+            member.replay_retry_retrieval(trajectory, context)
+
     def observe_retry(
         self, trajectory: Trajectory, outcome: Outcome, attempt: int, context: MemoryContext
     ) -> None:

@@ -211,6 +211,8 @@ class LearningRun:
                 for rec, _ in failed
                 if attempt in written.get(rec.task_id, {})
             }
+            for rec in recorded.values():  # what reflect did for them, where it did it
+                memory.replay_retry_retrieval(rec.pair()[0], MemoryContext(**(rec.context or {})))
             contexts = memory.reflect([pair for _, pair in live], attempt) if live else []
             asked = {rec.task_id: c for (rec, _), c in zip(live, contexts, strict=True) if c}
             if not asked and not recorded:

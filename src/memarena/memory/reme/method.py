@@ -574,6 +574,14 @@ class ReMe(MemoryMethod):
                 contexts[i] = context
         return [contexts[i] for i in range(len(failures))]
 
+    def replay_retry_retrieval(self, trajectory: Trajectory, context: MemoryContext) -> None:
+        """A recorded retry shown no lessons was shown a fresh retrieval (``retry_without_lessons:
+        retrieve``): made again on the same pool, so its rerank / rewrite calls are counted
+        where the live run counted them and the task's shown context is set as it was."""
+        if self.reflection and "lessons" not in context.slots:
+            if self.retry_without_lessons == "retrieve":
+                self.retrieve_batch([self._retry_query(trajectory)])
+
     @staticmethod
     def _retry_query(trajectory: Trajectory) -> MemoryQuery:
         observation = Observation(trajectory.initial_observation, trajectory.task.goal)
