@@ -43,3 +43,17 @@ def test_run_py_refuses_the_duplicate_sweep_before_any_job(tmp_path):
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert "the sweep runs one cell twice" in proc.stderr and "Traceback" not in proc.stderr
     assert not list(tmp_path.iterdir())  # no run folder, no multirun folder
+
+
+def test_a_swept_experiment_that_sweeps_itself_is_refused_and_others_are_checked_by_cell(tmp_path):
+    """With ``experiment`` itself swept Hydra applies no experiment's ``hydra.sweeper.params``:
+    each job would run one cell of a paper sweep, silently. Experiments without a sweep of
+    their own are checked cell by cell, with no experiment's params."""
+    error = check_overrides(["experiment=pddl_baselines,smoke", "backbone=scripted"], CONF)
+    assert error is not None and "pddl_baselines (method, seed)" in error, error
+    assert "smoke" not in error.split("themselves:")[1].split(".")[0]
+    assert error.endswith("the run did not start.")
+    out = f"paths.results_dir={tmp_path}"
+    assert check_overrides(["experiment=smoke,demo", "backbone=scripted", out], CONF) is None
+    twice = check_overrides(["experiment=smoke,smoke", "backbone=scripted", out], CONF)
+    assert twice is not None and "runs one cell twice" in twice

@@ -183,9 +183,14 @@ def plan_overrides(overrides: list[str], conf_dir: Path = CONF_DIR, multirun: bo
         plan.error = _strict_keys(cfg, checked, conf_dir) or _sweep_types(key_overrides, combos)
         if not multirun and plan.error is None:
             plan.error = _sweep_without_multirun(cfg, overrides, {ov.key_or_group for ov in parsed})
+        experiments = group_values.get("experiment", [])
+        if multirun and plan.error is None and len(experiments) > 1:
+            plan.error = _swept_experiments_sweeping(conf_dir, experiments)
         if multirun and plan.error is None:
             jobs = [plan.rewrites.get(o, o) for o in overrides]
-            plan.error = duplicate_cells(jobs, cfg.hydra.sweeper.get("params"), conf_dir)
+            # with experiment itself swept, Hydra applies no experiment's own sweep
+            params = None if len(experiments) > 1 else cfg.hydra.sweeper.get("params")
+            plan.error = duplicate_cells(jobs, params, conf_dir)
     except (HydraException, OmegaConfBaseException) as exc:
         text = " ".join(f"{exc} {exc.__cause__ or ''}".split())
         bad = _missing_key(exc)
@@ -195,6 +200,33 @@ def plan_overrides(overrides: list[str], conf_dir: Path = CONF_DIR, multirun: bo
     finally:
         GlobalHydra.instance().clear()
     return plan
+
+
+def _swept_experiments_sweeping(conf_dir: Path, experiments: list[str]) -> str | None:
+    """The refusal of ``-m experiment=a,b`` when a or b sweeps itself (``hydra.sweeper.params``):
+    Hydra reads the sweep from the command line only when ``experiment`` is one of its keys, so
+    each job would run its experiment's first cell alone, silently."""
+    sweeping = []
+    for name in experiments:
+        if name in ("null", "~"):
+            continue
+        with initialize_config_dir(config_dir=str(conf_dir), version_base=None):
+            cfg = compose(
+                config_name="config", overrides=[f"experiment={name}"], return_hydra_config=True
+            )
+        params = cfg.hydra.sweeper.get("params") or {}
+        if params:
+            sweeping.append(f"{name} ({', '.join(str(k) for k in params)})")
+        GlobalHydra.instance().clear()
+    if not sweeping:
+        return None
+    return (
+        "memarena: -m experiment=" + ",".join(experiments) + " sweeps experiments that sweep "
+        f"themselves: {'; '.join(sweeping)}. With experiment itself swept, Hydra ignores each "
+        "experiment's hydra.sweeper.params, so each job would run one cell of its experiment "
+        "(its defaults) instead of its sweep. Run each experiment as its own sweep "
+        "(python run.py -m experiment=<name>), one after the other; the run did not start."
+    )
 
 
 def sweep_jobs(overrides: list[str], params: Mapping[str, Any] | None) -> list[list[str]]:
