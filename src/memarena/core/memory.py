@@ -382,7 +382,12 @@ class MemoryMethod:
         (see the module docstring): ``trajectory`` as recorded (``memory_ids``: what was shown),
         ``spent``: the record's ``memory_cost`` (its ``usage`` / ``fallbacks``). Default: the
         cost added back into ``token_usage`` and ``fallbacks``; a method with
-        ``retrieval_mutates`` also re-applies its own state changes (calling this first)."""
+        ``retrieval_mutates`` also re-applies its own state changes (calling this first).
+        Those changes must not depend on the order of the retrievals between two updates: a
+        resume replays a chunk's finished episodes in the order they were written (a frozen
+        evaluation writes them as they finish) and then retrieves for the rest, so every
+        method's change is one the clock of the last update dates (access times, recall
+        counts, a draw seeded by the task), the same in any order."""
         spent = spent or {}
         add_into(self.token_usage, spent.get("usage"))
         add_into(self.fallbacks, spent.get("fallbacks"))
