@@ -182,7 +182,7 @@ def run_job(cfg: DictConfig) -> float | None:
             )
             overrides.remove(override)
     try:
-        metrics = run(cfg, choices, overrides)
+        metrics = run_retrying(run, cfg, choices, overrides, hydra)
     except Terminated as exc:
         log.error(
             "memarena: %s; the records written so far are kept. Rerun the same command to "
@@ -214,6 +214,35 @@ def run_job(cfg: DictConfig) -> float | None:
 
         print(summary_text(run_dir(cfg)), flush=True)  # what the run did, how to look at it
     return float(metrics["success_rate"])
+
+
+def run_retrying(run: Any, cfg: DictConfig, choices: dict, overrides: list[str], hydra: Any):
+    """``run(cfg, choices, overrides)``, run again after a transient failure (a MemarenaError
+    with ``transient``: the LLM or env server did not answer) up to ``hydra.launcher.retries``
+    times, waiting ``hydra.launcher.retry_backoff_s`` doubled at each try; each try resumes
+    from the records the last one wrote. Launchers without these keys (local, joblib,
+    submitit_local) do not retry."""
+    import time
+
+    from omegaconf import OmegaConf
+
+    launcher = hydra.launcher if hydra is not None else None
+    retries = int(OmegaConf.select(launcher, "retries", default=0) or 0) if launcher else 0
+    backoff = (
+        float(OmegaConf.select(launcher, "retry_backoff_s", default=0) or 0) if launcher else 0
+    )
+    for attempt in range(retries + 1):
+        try:
+            return run(cfg, choices, overrides)
+        except MemarenaError as exc:
+            if not getattr(exc, "transient", False) or attempt == retries:
+                raise
+            wait = backoff * 2**attempt
+            log.warning("memarena: %s; retry %d of %d in %.0f s (hydra.launcher.retries), "
+                        "resuming from the records written so far", str(exc).splitlines()[0],
+                        attempt + 1, retries, wait)  # fmt: skip
+            time.sleep(wait)
+    raise AssertionError("not reached")
 
 
 FAILED_JOBS = "failed_jobs"
@@ -262,6 +291,7 @@ def sweep_table(sweep_dir: Path) -> str:
     """The sweep's table (:data:`COLUMNS`; success: the rate [95% interval over tasks]) and,
     below it, each failed job with its overrides and the first line of its error; "" when no
     job wrote anything."""
+
     def read(folder: str) -> list[dict[str, Any]]:
         paths = sorted((sweep_dir / folder).glob("*.json"), key=lambda p: int(p.stem))
         return [json.loads(p.read_text()) for p in paths]
@@ -285,12 +315,18 @@ def sweep_table(sweep_dir: Path) -> str:
 
 class SweepSummary(Callback):
     """At the end of a multirun: one table of every job, the failed ones named with their first
-    error line; exit with status 1 when a job failed."""
+    error line, then every unfinished job (failed or never ended) and the one command that
+    reruns only those (memarena.launch.rerun); exit with status 1 when a job failed."""
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        from memarena.launch.rerun import unfinished_text
+
         sweep_dir = Path(str(config.hydra.sweep.dir))
         table = sweep_table(sweep_dir)
         if table:
             print(table, flush=True)
-        if any((sweep_dir / FAILED_JOBS).glob("*.json")):
+        left = unfinished_text(config, sweep_dir)
+        if left:
+            print(left, flush=True)
+        if left or any((sweep_dir / FAILED_JOBS).glob("*.json")):
             sys.exit(1)

@@ -14,7 +14,15 @@ What it does differently from hydra-ray-launcher's own ``launch`` (whose job bod
 - **Where each job ran**: ``<sweep dir>/<job num>/ray_task.json`` (node, job and task ids, the
   cluster's address, the resources Ray assigned, ``CUDA_VISIBLE_DEVICES``). A job runs in the
   directory the sweep was started from (relative ``paths.*`` mean the same as on this machine).
-- Tasks are not retried by Ray (``max_retries: 0``; a rerun resumes a run instead).
+- **Retries**: a task whose worker or node died (preemption, OOM kill) is run again by Ray up to
+  3 times (``max_retries``; ``hydra.launcher.ray.remote.max_retries`` sets it); a job whose LLM
+  or env server did not answer runs again in its task with back-off (``hydra.launcher.retries``,
+  ``retry_backoff_s``: memarena.cli.run_retrying). Either resumes from the run's records.
+- **Failures**: a task that raised is written to ``<sweep dir>/failed_jobs/<num>.json`` with its
+  exception's type, message, the file and line that raised it and the worker's pid and node
+  (``<num>.traceback.txt`` beside it holds the worker's traceback), so the sweep's summary lists
+  it with the others and prints the command that reruns only the unfinished jobs
+  (memarena.launch.rerun). The log names the Ray log folder (``worker-*-<pid>.out/.err``).
 """
 
 from __future__ import annotations
@@ -96,7 +104,7 @@ def task_options(job: PlannedJob, remote: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "num_gpus": job.resources.gpus,
         "num_cpus": job.resources.cpus,
-        "max_retries": 0,
+        "max_retries": 3,  # a dead worker or node (preemption); exceptions are not retried
         **dict(remote),
     }
 
@@ -248,8 +256,9 @@ def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_id
         log.info("\t%s  [%g GPUs, %g CPUs]", job.describe(), opts["num_gpus"], opts["num_cpus"])
         task = ray.remote(**opts)(run_on_ray)
         refs.append(
-            task.remote(launcher.hydra_context, job.config, launcher.task_function,
-                        Singleton.get_state())  # fmt: skip
+            task.remote(
+                launcher.hydra_context, job.config, launcher.task_function, Singleton.get_state()
+            )  # fmt: skip
         )
     returns, failed = [], 0
     for job, ref in zip(jobs, refs, strict=True):
