@@ -131,3 +131,76 @@ def test_the_readme_is_short_and_in_the_order_a_user_needs():
     found = [next(i for i, h in enumerate(heads) if h.startswith(o)) for o in order]
     assert found == sorted(found), heads
     assert COMMANDS, "no command found"
+
+
+# -- the documented commands that start work, run as typed ---------------------------------------
+#
+# Each is taken verbatim from its page (the test fails when the page no longer shows it) and run
+# from a temporary working directory, so the default folders (results/, .cache/, outputs/) land
+# there. The only test-only overrides, which change where things are written and nothing a
+# command exercises: paths.results_dir=<cwd>/results (the default, spelled out: run_py insists
+# on a temporary results folder) and paths.llm_cache inside it (run_py's). The scripts' own
+# arguments (`results`) name that same folder. Commands that need a GPU, a model download,
+# paper data or minutes of CPU are composed above, not run: the demo and paper experiments
+# (embedded model / GPUs / data), `make run` / `make test` (set-up), serve (a GPU). Ray's
+# documented command runs in tests/test_launchers.py (a Ray head in a network namespace).
+
+RUN_HERE = [  # (page, command as written there)
+    ("README.md", "python run.py method=icl env=pddl backbone=scripted"),
+    ("README.md", "python run.py -m method=none,icl env=pddl seed=0,1 backbone=scripted"),
+    (
+        "README.md",
+        "python run.py -m method=none,icl env=pddl backbone=scripted launcher=joblib "
+        "hydra.launcher.n_jobs=2",
+    ),  # fmt: skip
+    ("README.md", "python scripts/view_runs.py results"),
+    ("README.md", "python scripts/make_tables.py --results-dir results --out results/tables"),
+    (
+        "clusters.md",
+        "python run.py -m experiment=memco_table1_alfworld launcher=slurm "
+        "hydra.launcher.dry_run=true",
+    ),  # fmt: skip
+]
+
+
+def _shown(page: str, command: str) -> bool:
+    path = ROOT / page if page == "README.md" else ROOT / "docs" / page
+    text = re.sub(r"\\\n\s*", "", path.read_text(encoding="utf-8"))  # continuations joined
+    return re.search(r"\s+".join(map(re.escape, command.split())), text) is not None
+
+
+@pytest.fixture(scope="module")
+def typed(tmp_path_factory):
+    """Run RUN_HERE in order in one working directory (the sweeps resume the first run's
+    records: the same cells); {command: CompletedProcess}."""
+    from conftest import run_py, run_script
+
+    cwd = tmp_path_factory.mktemp("typed")
+    extra = [f"paths.results_dir={cwd / 'results'}"]
+    out = {}
+    for _page, command in RUN_HERE:
+        words = shlex.split(command)
+        if words[1] == "run.py":
+            out[command] = run_py([*words[2:], *extra], cwd=cwd, timeout=300)
+        else:
+            out[command] = run_script(ROOT / words[1], words[2:], cwd=cwd, timeout=300)
+    return cwd, out
+
+
+@pytest.mark.parametrize(("page", "command"), RUN_HERE, ids=[c[:60] for _, c in RUN_HERE])
+def test_a_documented_command_runs_as_typed(typed, page, command):
+    assert _shown(page, command), f"{page} no longer shows `{command}`: update RUN_HERE"
+    cwd, procs = typed
+    proc = procs[command]
+    assert proc.returncode == 0, f"{command}\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    if " -m " in command and "dry_run" not in command:
+        n = 4 if "seed=0,1" in command else 2
+        assert f"memarena: sweep of {n} job(s), 0 failed" in proc.stdout, proc.stdout[-3000:]
+        assert (cwd / "outputs" / "multiruns").is_dir()  # the default sweep folder, here
+    if "dry_run" in command:
+        assert "memarena: launcher=slurm dry run: 63 jobs, 3 resource class(es)" in proc.stdout
+    if "view_runs" in command:
+        assert (cwd / "results" / "runs.html").is_file()
+    if "make_tables" in command:
+        assert any((cwd / "results" / "tables").iterdir())
