@@ -472,3 +472,28 @@ def test_a_transient_failure_is_retried_with_back_off(monkeypatch):
     with pytest.raises(ServerUnreachableError):
         run_retrying(flaky, None, {}, [], no_keys)
     assert len(calls) == 1
+
+
+def test_a_failed_ray_task_is_named_with_its_type_message_and_place():
+    """What ray.get raises for a task that raised (a class of both RayTaskError and the cause's,
+    whose str is the worker's traceback): the summary's line gives the type, the message's first
+    line, the file, line and function that raised, and the worker's pid and node."""
+    from ray.exceptions import RayTaskError, WorkerCrashedError
+
+    from memarena.launch.ray_jobs import failure
+
+    try:
+        Path("/nonexistent/file").read_text()
+    except FileNotFoundError as exc:
+        import traceback
+
+        trace = "".join(traceback.format_exception(exc))
+        err = RayTaskError("run_on_ray", trace, exc, proctitle="ray::run_on_ray", pid=41,
+                           ip="10.0.0.7").as_instanceof_cause()  # fmt: skip
+    line, kept = failure(err)
+    assert line.startswith("FileNotFoundError: [Errno 2] No such file or directory: ")
+    assert re.search(r"\(raised at \S+pathlib\.py:\d+ in open; worker pid 41 on 10\.0\.0\.7\)$",
+                     line), line  # fmt: skip
+    assert "test_launchers.py" in kept and "read_text" in kept
+    line, _ = failure(WorkerCrashedError())
+    assert line.startswith("WorkerCrashedError: ")
