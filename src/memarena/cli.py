@@ -6,10 +6,13 @@ In a multirun each job that ends writes one line of the sweep's table to ``<swee
 progress, n_tasks, flags, run folder); a job that fails with a MemarenaError (a config error, a
 server that does not answer, a run dir in use) is written to ``<sweep dir>/failed_jobs/<job
 num>.json`` instead and the sweep goes on. When the sweep ends, :class:`SweepSummary` prints
-one table of every job and the failed jobs with their first error line, and exits with status
-1 when a job failed. Any other exception stops the sweep at once (Hydra's behaviour) with its
-traceback and a non-zero status too. A full disk stops it with its one message (status 2), and
-SIGTERM / SIGHUP after closing the current job (status 143 / 129).
+one table of every job and the failed jobs with their first error line, then the jobs that did
+not finish and the one command that reruns only those (:mod:`memarena.launch.rerun`), and
+exits with status 1 when a job failed. On a cluster launcher a job whose server did not answer
+is run again first, with back-off (:func:`run_retrying`). Any other exception stops the sweep
+at once (Hydra's behaviour) with its traceback and a non-zero status too. A full disk stops it
+with its one message (status 2), and SIGTERM / SIGHUP after closing the current job (status
+143 / 129).
 """
 
 from __future__ import annotations
