@@ -28,6 +28,7 @@ from omegaconf import DictConfig
 
 import memarena.config_resolvers  # noqa: F401  (resolvers used by conf/)
 from memarena.core import MemarenaError
+from memarena.launch.records import FAILED_JOBS, JOBS, write_failure, write_job
 
 log = logging.getLogger("memarena")
 
@@ -199,7 +200,7 @@ def run_job(cfg: DictConfig) -> float | None:
         log.error(text)
         multirun = hydra is not None and hydra.mode == RunMode.MULTIRUN
         if multirun and not isinstance(exc, DiskFullError):
-            _write_failure(Path(hydra.sweep.dir), hydra.job.num, overrides, text)
+            write_failure(Path(hydra.sweep.dir), hydra.job.num, overrides, text)
             return None
         sys.exit(2)
     line = job_line(cfg, metrics)
@@ -210,7 +211,7 @@ def run_job(cfg: DictConfig) -> float | None:
         f" flags={line['flags']}" if line["flags"] else "",
     )  # fmt: skip
     if hydra is not None and hydra.mode == RunMode.MULTIRUN:
-        _write_job(Path(hydra.sweep.dir), hydra.job.num, {**line, "overrides": overrides})
+        write_job(Path(hydra.sweep.dir), hydra.job.num, {**line, "overrides": overrides})
     if choices.get("experiment") == "demo" and (hydra is None or hydra.mode != RunMode.MULTIRUN):
         from memarena.pipeline import run_dir
         from memarena.pipeline.demo_summary import summary_text
@@ -248,10 +249,6 @@ def run_retrying(run: Any, cfg: DictConfig, choices: dict, overrides: list[str],
     raise AssertionError("not reached")
 
 
-FAILED_JOBS = "failed_jobs"
-JOBS = "jobs"
-
-
 def job_line(cfg: DictConfig, metrics: dict[str, Any]) -> dict[str, Any]:
     """One job's row of the sweep table: who it is, its success rate with the 95% interval over
     tasks, progress, tasks, episodes, flags and run folder."""
@@ -271,19 +268,6 @@ def job_line(cfg: DictConfig, metrics: dict[str, Any]) -> dict[str, Any]:
         "flags": ",".join(metrics.get("flags") or []),
         "run_dir": str(run_dir(cfg)),
     }
-
-
-def _write_job(sweep_dir: Path, num: Any, line: dict[str, Any]) -> None:
-    folder = sweep_dir / JOBS
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{num}.json").write_text(json.dumps({"job": num, **line}, indent=2) + "\n")
-
-
-def _write_failure(sweep_dir: Path, num: Any, overrides: list[str], message: str) -> None:
-    folder = sweep_dir / FAILED_JOBS
-    folder.mkdir(parents=True, exist_ok=True)
-    body = {"job": num, "overrides": overrides, "error": message}
-    (folder / f"{num}.json").write_text(json.dumps(body, indent=2) + "\n")
 
 
 COLUMNS = ("job", "method", "env", "backbone", "seed", "success", "progress", "n_tasks",

@@ -207,7 +207,7 @@ def record_failure(sweep_dir: Path, job: PlannedJob, err: BaseException) -> str:
     """Write the failed job to ``<sweep dir>/failed_jobs/<num>.json`` (as a job that failed
     with a MemarenaError is; the sweep's summary lists it) and its traceback beside it; return
     the summary's line."""
-    from memarena.cli import FAILED_JOBS, _write_failure
+    from memarena.launch.records import FAILED_JOBS, write_failure
 
     line, trace = failure(err)
     folder = sweep_dir / FAILED_JOBS
@@ -215,7 +215,7 @@ def record_failure(sweep_dir: Path, job: PlannedJob, err: BaseException) -> str:
     trace_file = folder / f"{job.num}.traceback.txt"
     trace_file.write_text(trace + "\n")
     text = f"memarena: Ray task failed: {line}; traceback in {trace_file}"
-    _write_failure(sweep_dir, job.num, job.overrides, text)
+    write_failure(sweep_dir, job.num, job.overrides, text)
     return text
 
 

@@ -69,7 +69,7 @@ def planned(sweep_dir: Path) -> list[list[str]]:
 
 def unfinished(sweep_dir: Path) -> list[Unfinished]:
     """The jobs of the sweep in ``sweep_dir`` that failed or never ended, in job order."""
-    from memarena.cli import FAILED_JOBS, JOBS
+    from memarena.launch.records import FAILED_JOBS, JOBS
 
     out = []
     for num, overrides in enumerate(planned(sweep_dir)):
