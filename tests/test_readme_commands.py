@@ -1,5 +1,7 @@
-"""Every command the README and docs/ show works as written: each ``python run.py ...`` line
-passes the config pre-check and composes (what ``python run.py ARGS --cfg job`` does, in this
+"""Every command the README and docs/ show works as written: the ones that start work and can
+run here run as typed at the size the page gives (:data:`RUN_HERE`; the others run in the test
+named in :data:`RUN_ELSEWHERE`); each ``python run.py ...`` line passes the config pre-check and
+composes (what ``python run.py ARGS --cfg job`` does, in this
 process: :func:`memarena.config_check.plan_overrides`, then for ``-m`` the first cell of the
 sweep, the experiment's own ``hydra.sweeper.params`` included); each ``make ...`` line names a
 Makefile target; every relative link and every repository path in backticks exists.
@@ -131,3 +133,86 @@ def test_the_readme_is_short_and_in_the_order_a_user_needs():
     found = [next(i for i, h in enumerate(heads) if h.startswith(o)) for o in order]
     assert found == sorted(found), heads
     assert COMMANDS, "no command found"
+
+
+# -- the documented commands that start work, run as typed ---------------------------------------
+#
+# Each is taken verbatim from its page (the test fails when the page no longer shows it) and run
+# from a temporary working directory, so the default folders (results/, .cache/, outputs/) land
+# there. The only test-only overrides, which change where things are written and nothing a
+# command exercises: paths.results_dir=<cwd>/results (the default, spelled out: run_py insists
+# on a temporary results folder) and paths.llm_cache inside it (run_py's). The scripts' own
+# arguments (`results`) name that same folder. Commands that need a GPU, a model download,
+# paper data or minutes of CPU are composed above, not run: the demo and paper experiments
+# (embedded model / GPUs / data), `make run` / `make test` (set-up), serve (a GPU). Ray's
+# documented command runs in tests/test_launchers.py (a Ray head in a network namespace).
+
+RUN_HERE = [  # (page, command as written there): about 25 s together
+    ("README.md", "python run.py method=icl env=pddl backbone=scripted"),
+    ("README.md", "python run.py -m method=none,icl env=pddl seed=0,1 backbone=scripted"),
+    ("README.md", "python scripts/view_runs.py results"),
+    ("README.md", "python scripts/make_tables.py --results-dir results --out results/tables"),
+]
+# documented commands that start work and run, at a tiny size, in another test (as typed here
+# they would cost ~30 s each: the joblib pool's start-up; Hydra composing the table's 63 jobs)
+RUN_ELSEWHERE = {
+    "python run.py -m method=none,icl env=pddl backbone=scripted launcher=joblib "
+    "hydra.launcher.n_jobs=2": "test_launchers.py::test_joblib_sweep_on_one_empty_cache",
+    "python run.py -m experiment=memco_table1_alfworld launcher=slurm hydra.launcher.dry_run=true":
+        "test_launchers.py::test_slurm_dry_run_shows_each_backbones_resources",
+    "python run.py -m launcher=ray hydra.launcher.ray.init.address=auto ...":
+        "test_launchers.py::test_ray_sweep_as_typed_on_a_running_cluster",
+}  # fmt: skip
+
+
+def _joined(path: Path) -> str:
+    return re.sub(r"\\\n\s*", "", path.read_text(encoding="utf-8"))  # continuations joined
+
+
+def _shown(text: str, command: str) -> bool:
+    words = command.replace(" ...", "").split()
+    return re.search(r"\s+".join(map(re.escape, words)), text) is not None
+
+
+@pytest.fixture(scope="module")
+def typed(tmp_path_factory):
+    """Run RUN_HERE in order in one working directory (the sweep resumes the first run's
+    records: the same cell); {command: CompletedProcess}."""
+    from conftest import run_py, run_script
+
+    cwd = tmp_path_factory.mktemp("typed")
+    extra = [f"paths.results_dir={cwd / 'results'}"]
+    out = {}
+    for _page, command in RUN_HERE:
+        words = shlex.split(command)
+        if words[1] == "run.py":
+            out[command] = run_py([*words[2:], *extra], cwd=cwd, timeout=300)
+        else:
+            out[command] = run_script(ROOT / words[1], words[2:], cwd=cwd, timeout=300)
+    return cwd, out
+
+
+@pytest.mark.xdist_group("readme_typed")  # one worker runs the shared commands once
+@pytest.mark.parametrize(("page", "command"), RUN_HERE, ids=[c[:60] for _, c in RUN_HERE])
+def test_a_documented_command_runs_as_typed(typed, page, command):
+    path = ROOT / page if page == "README.md" else ROOT / "docs" / page
+    assert _shown(_joined(path), command), f"{page} no longer shows `{command}`: update RUN_HERE"
+    cwd, procs = typed
+    proc = procs[command]
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    if "make_tables" in command:  # capped, scripted runs are no paper cells: refused, named
+        assert proc.returncode == 2 and "4 of 4 runs are flagged" in proc.stderr, proc.stderr
+        assert "--allow-flagged" in proc.stderr
+        return
+    assert proc.returncode == 0, f"{command}\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
+    if " -m " in command:
+        assert "memarena: sweep of 4 job(s), 0 failed" in proc.stdout, proc.stdout[-3000:]
+        assert (cwd / "outputs" / "multiruns").is_dir()  # the default sweep folder, here
+    if "view_runs" in command:
+        assert (cwd / "results" / "runs.html").is_file()
+
+
+def test_the_commands_run_elsewhere_are_still_shown():
+    text = "\n".join(_joined(page) for page in PAGES)
+    for command in RUN_ELSEWHERE:
+        assert _shown(text, command), f"no page shows `{command}` any more: update RUN_ELSEWHERE"

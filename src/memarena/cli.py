@@ -6,10 +6,13 @@ In a multirun each job that ends writes one line of the sweep's table to ``<swee
 progress, n_tasks, flags, run folder); a job that fails with a MemarenaError (a config error, a
 server that does not answer, a run dir in use) is written to ``<sweep dir>/failed_jobs/<job
 num>.json`` instead and the sweep goes on. When the sweep ends, :class:`SweepSummary` prints
-one table of every job and the failed jobs with their first error line, and exits with status
-1 when a job failed. Any other exception stops the sweep at once (Hydra's behaviour) with its
-traceback and a non-zero status too. A full disk stops it with its one message (status 2), and
-SIGTERM / SIGHUP after closing the current job (status 143 / 129).
+one table of every job and the failed jobs with their first error line, then the jobs that did
+not finish and the one command that reruns only those (:mod:`memarena.launch.rerun`), and
+exits with status 1 when a job failed. On a cluster launcher a job whose server did not answer
+is run again first, with back-off (:func:`run_retrying`). Any other exception stops the sweep
+at once (Hydra's behaviour) with its traceback and a non-zero status too. A full disk stops it
+with its one message (status 2), and SIGTERM / SIGHUP after closing the current job (status
+143 / 129).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from omegaconf import DictConfig
 
 import memarena.config_resolvers  # noqa: F401  (resolvers used by conf/)
 from memarena.core import MemarenaError
+from memarena.launch.records import FAILED_JOBS, JOBS, write_failure, write_job
 
 log = logging.getLogger("memarena")
 
@@ -182,7 +186,7 @@ def run_job(cfg: DictConfig) -> float | None:
             )
             overrides.remove(override)
     try:
-        metrics = run(cfg, choices, overrides)
+        metrics = run_retrying(run, cfg, choices, overrides, hydra)
     except Terminated as exc:
         log.error(
             "memarena: %s; the records written so far are kept. Rerun the same command to "
@@ -196,7 +200,7 @@ def run_job(cfg: DictConfig) -> float | None:
         log.error(text)
         multirun = hydra is not None and hydra.mode == RunMode.MULTIRUN
         if multirun and not isinstance(exc, DiskFullError):
-            _write_failure(Path(hydra.sweep.dir), hydra.job.num, overrides, text)
+            write_failure(Path(hydra.sweep.dir), hydra.job.num, overrides, text)
             return None
         sys.exit(2)
     line = job_line(cfg, metrics)
@@ -207,7 +211,7 @@ def run_job(cfg: DictConfig) -> float | None:
         f" flags={line['flags']}" if line["flags"] else "",
     )  # fmt: skip
     if hydra is not None and hydra.mode == RunMode.MULTIRUN:
-        _write_job(Path(hydra.sweep.dir), hydra.job.num, {**line, "overrides": overrides})
+        write_job(Path(hydra.sweep.dir), hydra.job.num, {**line, "overrides": overrides})
     if choices.get("experiment") == "demo" and (hydra is None or hydra.mode != RunMode.MULTIRUN):
         from memarena.pipeline import run_dir
         from memarena.pipeline.demo_summary import summary_text
@@ -216,8 +220,33 @@ def run_job(cfg: DictConfig) -> float | None:
     return float(metrics["success_rate"])
 
 
-FAILED_JOBS = "failed_jobs"
-JOBS = "jobs"
+def run_retrying(run: Any, cfg: DictConfig, choices: dict, overrides: list[str], hydra: Any):
+    """``run(cfg, choices, overrides)``, run again after a transient failure (a MemarenaError
+    with ``transient``: the LLM or env server did not answer) up to ``hydra.launcher.retries``
+    times, waiting ``hydra.launcher.retry_backoff_s`` doubled at each try; each try resumes
+    from the records the last one wrote. Launchers without these keys (local, joblib,
+    submitit_local) do not retry."""
+    import time
+
+    from omegaconf import OmegaConf
+
+    launcher = hydra.launcher if hydra is not None else None
+    retries = int(OmegaConf.select(launcher, "retries", default=0) or 0) if launcher else 0
+    backoff = (
+        float(OmegaConf.select(launcher, "retry_backoff_s", default=0) or 0) if launcher else 0
+    )
+    for attempt in range(retries + 1):
+        try:
+            return run(cfg, choices, overrides)
+        except MemarenaError as exc:
+            if not getattr(exc, "transient", False) or attempt == retries:
+                raise
+            wait = backoff * 2**attempt
+            log.warning("memarena: %s; retry %d of %d in %.0f s (hydra.launcher.retries), "
+                        "resuming from the records written so far", str(exc).splitlines()[0],
+                        attempt + 1, retries, wait)  # fmt: skip
+            time.sleep(wait)
+    raise AssertionError("not reached")
 
 
 def job_line(cfg: DictConfig, metrics: dict[str, Any]) -> dict[str, Any]:
@@ -241,19 +270,6 @@ def job_line(cfg: DictConfig, metrics: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _write_job(sweep_dir: Path, num: Any, line: dict[str, Any]) -> None:
-    folder = sweep_dir / JOBS
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{num}.json").write_text(json.dumps({"job": num, **line}, indent=2) + "\n")
-
-
-def _write_failure(sweep_dir: Path, num: Any, overrides: list[str], message: str) -> None:
-    folder = sweep_dir / FAILED_JOBS
-    folder.mkdir(parents=True, exist_ok=True)
-    body = {"job": num, "overrides": overrides, "error": message}
-    (folder / f"{num}.json").write_text(json.dumps(body, indent=2) + "\n")
-
-
 COLUMNS = ("job", "method", "env", "backbone", "seed", "success", "progress", "n_tasks",
            "flags")  # fmt: skip
 
@@ -262,6 +278,7 @@ def sweep_table(sweep_dir: Path) -> str:
     """The sweep's table (:data:`COLUMNS`; success: the rate [95% interval over tasks]) and,
     below it, each failed job with its overrides and the first line of its error; "" when no
     job wrote anything."""
+
     def read(folder: str) -> list[dict[str, Any]]:
         paths = sorted((sweep_dir / folder).glob("*.json"), key=lambda p: int(p.stem))
         return [json.loads(p.read_text()) for p in paths]
@@ -285,12 +302,18 @@ def sweep_table(sweep_dir: Path) -> str:
 
 class SweepSummary(Callback):
     """At the end of a multirun: one table of every job, the failed ones named with their first
-    error line; exit with status 1 when a job failed."""
+    error line, then every unfinished job (failed or never ended) and the one command that
+    reruns only those (memarena.launch.rerun); exit with status 1 when a job failed."""
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        from memarena.launch.rerun import unfinished_text
+
         sweep_dir = Path(str(config.hydra.sweep.dir))
         table = sweep_table(sweep_dir)
         if table:
             print(table, flush=True)
-        if any((sweep_dir / FAILED_JOBS).glob("*.json")):
+        left = unfinished_text(config, sweep_dir)
+        if left:
+            print(left, flush=True)
+        if left or any((sweep_dir / FAILED_JOBS).glob("*.json")):
             sys.exit(1)

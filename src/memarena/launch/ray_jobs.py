@@ -14,7 +14,15 @@ What it does differently from hydra-ray-launcher's own ``launch`` (whose job bod
 - **Where each job ran**: ``<sweep dir>/<job num>/ray_task.json`` (node, job and task ids, the
   cluster's address, the resources Ray assigned, ``CUDA_VISIBLE_DEVICES``). A job runs in the
   directory the sweep was started from (relative ``paths.*`` mean the same as on this machine).
-- Tasks are not retried by Ray (``max_retries: 0``; a rerun resumes a run instead).
+- **Retries**: a task whose worker or node died (preemption, OOM kill) is run again by Ray up to
+  3 times (``max_retries``; ``hydra.launcher.ray.remote.max_retries`` sets it); a job whose LLM
+  or env server did not answer runs again in its task with back-off (``hydra.launcher.retries``,
+  ``retry_backoff_s``: memarena.cli.run_retrying). Either resumes from the run's records.
+- **Failures**: a task that raised is written to ``<sweep dir>/failed_jobs/<num>.json`` with its
+  exception's type, message, the file and line that raised it and the worker's pid and node
+  (``<num>.traceback.txt`` beside it holds the worker's traceback), so the sweep's summary lists
+  it with the others and prints the command that reruns only the unfinished jobs
+  (memarena.launch.rerun). The log names the Ray log folder (``worker-*-<pid>.out/.err``).
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import socket
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -29,7 +38,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from memarena.launch.sweep import PlannedJob, planned_or_stop, stop
+from memarena.launch.sweep import PlannedJob, pin_dirs, planned_or_stop, stop
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +104,7 @@ def task_options(job: PlannedJob, remote: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "num_gpus": job.resources.gpus,
         "num_cpus": job.resources.cpus,
-        "max_retries": 0,
+        "max_retries": 3,  # a dead worker or node (preemption); exceptions are not retried
         **dict(remote),
     }
 
@@ -123,10 +132,16 @@ def check_fit(jobs: Sequence[PlannedJob], remote: Mapping[str, Any]) -> None:
 def run_on_ray(
     hydra_context: Any, sweep_config: DictConfig, task_function: Any, singleton_state: Any
 ) -> Any:
-    """The body of one Ray task: record where it runs, then run the Hydra job."""
+    """The body of one Ray task: record where it runs, then run the Hydra job. A job that raises
+    raises here, in the worker, so that Ray hands the driver its type, message and traceback
+    (Hydra's ``run_job`` would keep the exception in the JobReturn, its traceback lost)."""
     import ray
+    from hydra.core.utils import JobStatus, setup_globals
     from hydra_plugins.hydra_ray_launcher._launcher_util import _run_job
 
+    import memarena.config_resolvers  # noqa: F401  (the resolvers conf/ uses, in this worker)
+
+    setup_globals()  # Hydra's own resolvers (now, hydra): a fresh worker has none
     cwd = OmegaConf.select(sweep_config, "hydra.runtime.cwd")
     if cwd and Path(cwd).is_dir():
         os.chdir(cwd)
@@ -139,11 +154,69 @@ def run_on_ray(
         "assigned_resources": ctx.get_assigned_resources(),
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
         "pid": os.getpid(),
+        "logs_dir": logs_dir(),
     }
     job_dir = Path(str(sweep_config.hydra.sweep.dir)) / str(sweep_config.hydra.sweep.subdir)
     job_dir.mkdir(parents=True, exist_ok=True)
     (job_dir / TASK_RECORD).write_text(json.dumps(record, indent=2) + "\n")
-    return _run_job(hydra_context, sweep_config, task_function, singleton_state)
+    ret = _run_job(hydra_context, sweep_config, task_function, singleton_state)
+    if ret.status == JobStatus.FAILED and isinstance(ret._return_value, BaseException):
+        raise ret._return_value
+    return ret
+
+
+def logs_dir() -> str | None:
+    """This node's Ray log folder (``<temp dir>/session_*/logs``: ``worker-*-<pid>.out/.err``
+    hold each worker's output), None when Ray does not say."""
+    try:
+        from ray._private.worker import _global_node
+
+        return str(_global_node.get_logs_dir_path())
+    except Exception:  # another Ray layout, or not connected
+        return None
+
+
+FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
+WORKER = re.compile(r"\(pid=(\d+), ip=([^)\s]+)")
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def failure(err: BaseException) -> tuple[str, str]:
+    """What the driver knows of a Ray task that ended without a result: one line (the
+    exception's type and message, and the file, line and function that raised it in the worker,
+    with the worker's pid and node) and the worker's whole traceback ("" when Ray has none)."""
+    import ray
+
+    if isinstance(err, ray.exceptions.RayTaskError):
+        # ray.get raises a class of both RayTaskError and the cause's: its str is the
+        # traceback (Ray's own frames left out), its first line the task's pid and node
+        cause = err.cause
+        kind = type(cause).__name__
+        message = (str(cause).strip().splitlines() or [""])[0]
+        trace = ANSI.sub("", str(getattr(err, "traceback_str", None) or str(err)))
+        frames = FRAME.findall(trace)
+        worker = WORKER.search(ANSI.sub("", str(err)))
+        where = [f"raised at {frames[-1][0]}:{frames[-1][1]} in {frames[-1][2]}"] if frames else []
+        where += [f"worker pid {worker[1]} on {worker[2]}"] if worker else []
+        return f"{kind}: {message}" + (f" ({'; '.join(where)})" if where else ""), trace
+    lines = [line.strip() for line in ANSI.sub("", str(err)).splitlines() if line.strip()]
+    return f"{type(err).__name__}: {lines[0] if lines else ''}", ANSI.sub("", str(err))
+
+
+def record_failure(sweep_dir: Path, job: PlannedJob, err: BaseException) -> str:
+    """Write the failed job to ``<sweep dir>/failed_jobs/<num>.json`` (as a job that failed
+    with a MemarenaError is; the sweep's summary lists it) and its traceback beside it; return
+    the summary's line."""
+    from memarena.launch.records import FAILED_JOBS, write_failure
+
+    line, trace = failure(err)
+    folder = sweep_dir / FAILED_JOBS
+    folder.mkdir(parents=True, exist_ok=True)
+    trace_file = folder / f"{job.num}.traceback.txt"
+    trace_file.write_text(trace + "\n")
+    text = f"memarena: Ray task failed: {line}; traceback in {trace_file}"
+    write_failure(sweep_dir, job.num, job.overrides, text)
+    return text
 
 
 def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> list:
@@ -155,6 +228,8 @@ def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_id
     config = launcher.config
     configure_log(config.hydra.hydra_logging, config.hydra.verbose)
     jobs = planned_or_stop(launcher.hydra_context, config, job_overrides, initial_job_idx)
+    for job in jobs:  # the folders as this process names them, not as each worker would
+        pin_dirs(job.config)
     sweep_dir = Path(str(config.hydra.sweep.dir))
     sweep_dir.mkdir(parents=True, exist_ok=True)
     remote = OmegaConf.to_container(launcher.ray_cfg.remote, resolve=True) or {}
@@ -172,26 +247,28 @@ def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_id
             )
     if launcher.check_fit:
         check_fit(jobs, remote)
-    log.info("Ray: %d jobs, sweep output dir %s", len(jobs), sweep_dir)
+    log.info("Ray: %d jobs, sweep output dir %s; worker logs (worker-*-<pid>.out/.err) in %s "
+             "on each node (a job's node and pid: <sweep dir>/<job>/%s)", len(jobs), sweep_dir,
+             logs_dir() or "the Ray session folder", TASK_RECORD)  # fmt: skip
     refs = []
     for job in jobs:
         opts = task_options(job, remote)
         log.info("\t%s  [%g GPUs, %g CPUs]", job.describe(), opts["num_gpus"], opts["num_cpus"])
         task = ray.remote(**opts)(run_on_ray)
         refs.append(
-            task.remote(launcher.hydra_context, job.config, launcher.task_function,
-                        Singleton.get_state())  # fmt: skip
+            task.remote(
+                launcher.hydra_context, job.config, launcher.task_function, Singleton.get_state()
+            )  # fmt: skip
         )
-    returns, failed = [], []
+    returns, failed = [], 0
     for job, ref in zip(jobs, refs, strict=True):
         try:
             returns.append(ray.get(ref))
-        except ray.exceptions.RayError as err:
-            failed.append(f"  {job.describe()}: {str(err).strip().splitlines()[-1]}")
+        except ray.exceptions.RayError as err:  # the others' results are complete
+            log.error("%s: %s", job.describe(), record_failure(sweep_dir, job, err))
+            failed += 1
     if failed:
-        stop(
-            f"memarena: {len(failed)} Ray task(s) of this sweep ended without a result (the "
-            "others' results are complete):\n" + "\n".join(failed),
-            status=1,
-        )
+        log.error("%d Ray task(s) of this sweep ended without a result (the sweep's summary "
+                  "lists them); worker logs: %s on each node", failed,
+                  logs_dir() or "the Ray session folder")  # fmt: skip
     return returns

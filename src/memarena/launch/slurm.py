@@ -71,7 +71,8 @@ def _sbatch(res: Any, params: dict[str, Any]) -> str:
 
 def dry_run_text(classes: dict[Any, list[PlannedJob]], params: dict[str, Any]) -> str:
     n = sum(len(v) for v in classes.values())
-    lines = [f"memarena: launcher=slurm dry run: {n} jobs, {len(classes)} resource class(es)"]
+    lines = [f"memarena: launcher=slurm dry run: {n} jobs, {len(classes)} resource class(es); "
+             f"submitit folder {params.get('submitit_folder')}"]  # fmt: skip
     for k, (res, jobs) in enumerate(classes.items(), 1):
         lines.append(
             f"array {k}: {res.label()} per job -> {_sbatch(res, params)}; backbones "

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from omegaconf import DictConfig, open_dict
+from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 from memarena.core import MemarenaError
 from memarena.launch.resources import JobResources, check_colocation, job_resources
@@ -68,6 +68,22 @@ def plan_jobs(
         sweep_config, resources, choice = seen[key]
         jobs.append(PlannedJob(num, list(overrides), sweep_config, resources, choice))
     return jobs
+
+
+# the hydra keys a job's process reads before Hydra's own resolvers exist there (the defaults
+# hold ${now:...}: resolved in a worker, each would name its own time, or fail without `now`)
+JOB_DIRS = ("hydra.sweep.dir", "hydra.sweep.subdir", "hydra.run.dir")
+
+
+def pin_dirs(config: DictConfig) -> dict[str, str]:
+    """Resolve the sweep and run directories of ``config`` here, in the launching process, and
+    write them back as plain strings: a job shipped to another process or machine (a Ray task)
+    finds the same folders without any resolver. Returns them."""
+    values = {key: str(OmegaConf.select(config, key, throw_on_missing=True)) for key in JOB_DIRS}
+    with read_write(config), open_dict(config):
+        for key, value in values.items():
+            OmegaConf.update(config, key, value, merge=False)
+    return values
 
 
 def resource_classes(jobs: Sequence[PlannedJob]) -> dict[JobResources, list[PlannedJob]]:

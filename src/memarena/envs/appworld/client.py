@@ -30,6 +30,8 @@ from memarena.core.errors import MemarenaError
 class AppWorldServerError(MemarenaError):
     """The AppWorld server failed a request, or did not answer."""
 
+    transient = True
+
 
 class AppWorldClient:
     """Calls one AppWorld environment server at ``base_url`` (``http://127.0.0.1:PORT``)."""
