@@ -10,7 +10,6 @@ is what is checked; ``high`` must bound them.
 
 from __future__ import annotations
 
-
 import pytest
 from omegaconf import OmegaConf
 
@@ -93,5 +92,3 @@ def test_the_table_prints_each_cell_once(estimated):
     _, rows = estimated
     text = E.table(rows)
     assert text.count("memco / pddl_generated") == 1 and "jobs: 2" in text
-
-

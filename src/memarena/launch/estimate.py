@@ -42,7 +42,7 @@ CONF_DIR = Path(__file__).resolve().parents[3] / "conf"
 MEASURING = [
     "backbone=scripted",
     "backbone._target_=memarena.launch.measure.CountingExpert",
-    "memory_backbone=smollm2_135m",  # its node is replaced by the counting LLM's (compose_measuring)
+    "memory_backbone=smollm2_135m",  # replaced by the counting LLM (compose_measuring)
     "embedder=minilm",
     "logger=none",
 ]
@@ -170,7 +170,10 @@ def compose_measuring(overrides: Sequence[str]) -> DictConfig:
     """The measuring run's config: the memory method's LLM is the counting one."""
     cfg = compose_job(overrides)
     with open_dict(cfg):
-        cfg.memory_backbone = {"_target_": f"{measure.__name__}.CountingLLM", "same_as_agent": False}
+        cfg.memory_backbone = {
+            "_target_": f"{measure.__name__}.CountingLLM",
+            "same_as_agent": False,
+        }
     return cfg
 
 
@@ -367,19 +370,80 @@ def cell_of(cfg: DictConfig) -> str:
     return f"{cfg.method.name} / {cfg.env.name}"
 
 
-def estimate(overrides: Sequence[str], est: DictConfig) -> list[JobEstimate]:
-    """Every job of the sweep, estimated; one measuring run per (method, env) cell."""
-    jobs = sweep_jobs(overrides)
-    composed = [(job, compose_job(job)) for job in jobs]
-    measured: dict[str, Measurement] = {}
+# protocol keys the estimate scales by (so cells that differ only in them share a measurement)
+_SCALED = ("max_train_tasks", "max_eval_tasks", "runs", "repetitions", "step_budget",
+           "step_budget_by_method")  # fmt: skip
+
+
+def measurement_key(cfg: DictConfig) -> str:
+    """Jobs with equal keys share one measuring run: same method, env and protocol (but for
+    what is scaled: caps, runs, step limits)."""
+    protocol = {k: v for k, v in OmegaConf.to_container(cfg.protocol).items() if k not in _SCALED}
+    return f"{cell_of(cfg)} {sorted(protocol.items())!r}"
+
+
+def estimate(
+    overrides: Sequence[str], est: DictConfig, measured: dict[str, Measurement] | None = None
+) -> list[JobEstimate]:
+    """Every job of the sweep, estimated; one measuring run per (method, env, protocol) cell
+    (``measured``: measurements to reuse and add to, e.g. across experiments)."""
+    measured = {} if measured is None else measured
     out = []
-    for job, cfg in composed:
-        cell = cell_of(cfg)
-        if cell not in measured:
-            log.info("measuring %s (%s)", cell, " ".join(job))
-            measured[cell] = measure_cell(job, cfg, est.measure, cell)
-        out.append(scale(measured[cell], cfg, job, est))
+    for job in sweep_jobs(overrides):
+        cfg = compose_job(job)
+        key = measurement_key(cfg)
+        if key not in measured:
+            log.info("measuring %s (%s)", cell_of(cfg), " ".join(job))
+            measured[key] = measure_cell(job, cfg, est.measure, cell_of(cfg))
+        out.append(scale(measured[key], cfg, job, est))
     return out
+
+
+def paper_experiments(papers: Sequence[str]) -> list[str]:
+    """The experiment files that feed a table or figure of one of ``papers`` (``report.paper``)."""
+    out = []
+    for path in sorted((CONF_DIR / "experiment").glob("*.yaml")):
+        cfg = compose_job([f"experiment={path.stem}"])
+        if OmegaConf.select(cfg, "report.paper") in papers:
+            out.append(path.stem)
+    return out
+
+
+def paper_table(results: dict[str, list[JobEstimate]]) -> str:
+    """Markdown, one row per experiment: jobs, per-job means, the sweep's cost."""
+    lines = [
+        "| experiment | jobs | episodes per job | LLM calls per job | prompt tokens per job "
+        "| completion tokens per job | GPU-hours (vLLM presets) | dollars (API presets) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name, rows in results.items():
+        done = [r for r in rows if r.episodes]
+        missing = sorted({r.cell for r in rows if not r.episodes})
+        if not done:
+            lines.append(f"| `{name}` | {len(rows)} | not measured: {rows[0].note} | | | | | |")
+            continue
+
+        def mean(pick, done=done) -> tuple[float, float]:
+            return (sum(pick(r)[0] for r in done) / len(done),
+                    sum(pick(r)[1] for r in done) / len(done))  # fmt: skip
+
+        def cost(unit: str, done=done) -> str:
+            picked = [r.cost for r in done if r.unit == unit]
+            if not picked:
+                return "·"
+            return _money_range(sum(c[0] for c in picked), sum(c[1] for c in picked), unit)
+
+        episodes = sorted({r.episodes for r in done})
+        spread = f"{_n(episodes[0])}" + (f"-{_n(episodes[-1])}" if len(episodes) > 1 else "")
+        note = (
+            f" ({len(rows) - len(done)} jobs not measured: {', '.join(missing)})" if missing else ""
+        )
+        lines.append(
+            f"| `{name}` | {len(rows)}{note} | {spread} | {_range(mean(lambda r: r.calls))} | "
+            f"{_range(mean(lambda r: r.prompt))} | {_range(mean(lambda r: r.completion))} | "
+            f"{cost('GPU-h')} | {cost('$')} |"
+        )
+    return "\n".join(lines)
 
 
 def _n(x: float) -> str:
@@ -394,35 +458,43 @@ def _range(pair: tuple[float, float]) -> str:
 
 
 def table(rows: Sequence[JobEstimate]) -> str:
-    """One line per (cell, backbone) group of jobs: jobs, per-job numbers, the group's cost."""
+    """One line per (cell, backbone) group of jobs: jobs, per-job numbers, the group's cost;
+    the cells not estimated, and why, below."""
     groups: dict[tuple[str, str], list[JobEstimate]] = {}
     for row in rows:
         groups.setdefault((row.cell, row.backbone), []).append(row)
-    head = ("cell", "backbone", "jobs", "episodes/job", "LLM calls/job", "prompt tok/job",
-            "completion tok/job", "cost of the jobs")  # fmt: skip
-    lines = [head]
+    head = ("cell (method / env measured on)", "backbone", "jobs", "episodes/job",
+            "LLM calls/job", "prompt tok/job", "completion tok/job",
+            "cost of these jobs")  # fmt: skip
+    lines, notes = [head], {}
     totals: dict[str, list[float]] = {}
     for (cell, backbone), group in groups.items():
         first = group[0]
-        if first.note and first.cost is None and not first.episodes:
-            lines.append((cell, backbone, str(len(group)), first.note, "", "", "", ""))
+        if not first.episodes:
+            notes[cell] = first.note
+            lines.append((cell, backbone, str(len(group)), "-", "-", "-", "-", "not estimated"))
             continue
-        cost = ""
+        cost = first.note
         if first.cost is not None:
-            lo = sum(r.cost[0] for r in group)
-            hi = sum(r.cost[1] for r in group)
+            lo, hi = sum(r.cost[0] for r in group), sum(r.cost[1] for r in group)
             total = totals.setdefault(first.unit, [0.0, 0.0])
             total[0] += lo
             total[1] += hi
-            cost = f"{_money(lo, first.unit)}-{_money(hi, first.unit)}"
+            cost = _money_range(lo, hi, first.unit)
         lines.append((cell, backbone, str(len(group)), str(first.episodes), _range(first.calls),
-                      _range(first.prompt), _range(first.completion), cost or first.note))  # fmt: skip
+                      _range(first.prompt), _range(first.completion), cost))  # fmt: skip
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
-    text = ["  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in lines]
-    text.append(f"jobs: {len(rows)}; " + "; ".join(
-        f"total {_money(lo, unit)}-{_money(hi, unit)}" for unit, (lo, hi) in totals.items()))  # fmt: skip
+    text = [
+        "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in lines
+    ]
+    summary = [f"jobs: {len(rows)}"]
+    summary += [f"total {_money_range(lo, hi, unit)}" for unit, (lo, hi) in totals.items()]
+    text.append("; ".join(summary) + " (low-high: see scripts/estimate.py --help)")
+    text += [f"not estimated: {cell}: {note}" for cell, note in notes.items()]
     return "\n".join(text)
 
 
-def _money(x: float, unit: str) -> str:
-    return f"${x:,.2f}" if unit == "$" else f"{x:,.1f} GPU-h"
+def _money_range(lo: float, hi: float, unit: str) -> str:
+    if unit == "$":
+        return f"${lo:,.2f}-{hi:,.2f}"
+    return f"{lo:,.1f}-{hi:,.1f} GPU-h"
