@@ -49,7 +49,8 @@ MEASURING = [
 # job override keys the measuring run replaces (its models) or leaves out (where it goes)
 _REPLACED = ("backbone", "memory_backbone", "embedder", "logger", "paths", "hydra")
 # env keys that ask for official data, and what the measuring run sets them to (stand-in data)
-_STAND_IN = {"require_data": "false", "task_list": "null", "train_task_list": "null"}
+_STAND_IN = {"require_data": "false", "task_list": "null", "train_task_list": "null",
+             "dataset": "smoke", "train_source": "generated"}  # fmt: skip
 
 
 def settings(overrides: Sequence[str] = ()) -> DictConfig:
@@ -162,6 +163,9 @@ def measuring_overrides(job: Sequence[str], cfg: DictConfig, caps: DictConfig, o
         f"protocol.max_eval_tasks={evals}",
         "protocol.runs=1",
         "protocol.repetitions=1",
+        # a job that starts from another run's snapshot: the measuring run acquires its own
+        # (not counted: scale() gives such a job no acquisition)
+        *(["protocol.snapshot_from=null"] if cfg.protocol.get("snapshot_from") else []),
         f"paths.results_dir={out}",
     ]
 
@@ -289,6 +293,8 @@ def scale(m: Measurement, cfg: DictConfig, job: list[str], est: DictConfig) -> J
         return out
     if p.max_train_tasks is not None:
         train = min(train or 0, int(p.max_train_tasks))
+    if p.get("snapshot_from"):  # evaluation starts from another run's memory: no acquisition
+        train = 0
     if p.max_eval_tasks is not None:
         test = min(test, int(p.max_eval_tasks))
     runs = int(p.runs) * int(p.repetitions)
@@ -420,7 +426,7 @@ def paper_table(results: dict[str, list[JobEstimate]]) -> str:
         done = [r for r in rows if r.episodes]
         missing = sorted({r.cell for r in rows if not r.episodes})
         if not done:
-            lines.append(f"| `{name}` | {len(rows)} | not measured: {rows[0].note} | | | | | |")
+            lines.append(f"| `{name}` | {len(rows)} | {rows[0].note} | | | | | |")
             continue
 
         def mean(pick, done=done) -> tuple[float, float]:
