@@ -189,9 +189,7 @@ class RecallEnv(Env):
         """``chance_success``: the success rate a uniform guess over the offered actions would
         have on the evaluated tasks (mean of ``(1 / options) ** code_length``)."""
         tasks = {t.id: t for t in self.tasks("test") + self.tasks("train")}
-        chances = [
-            tasks[_task_id(r)].payload["chance"] for r in records if _task_id(r) in tasks
-        ]
+        chances = [tasks[_task_id(r)].payload["chance"] for r in records if _task_id(r) in tasks]
         return {"chance_success": sum(chances) / len(chances)} if chances else {}
 
 
