@@ -1,6 +1,6 @@
 """The recall table (issue 52) of a results folder, pooled over seeds:
 
-    python scripts/recall_table.py results/recall          # after python run.py -m experiment=recall
+    python scripts/recall_table.py results/recall    # after: python run.py -m experiment=recall
 
 One row per method: success [95% Wilson interval over tasks], gain over none on the same tasks
 [95% paired bootstrap interval], chance, and the summed wall time of its runs
