@@ -66,6 +66,8 @@ def sources(cfg: DictConfig) -> list[str]:
                 out.append(f"method.{key}={value}")
     if "seed" in cfg.method and cfg.method.name not in SEED_UNUSED:
         out.append("method.seed")
+    if OmegaConf.to_container(cfg.env, resolve=False).get("seed") == "${seed}":
+        out.append("env.seed")  # the tasks themselves follow the run seed (env=recall)
     return out
 
 

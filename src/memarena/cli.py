@@ -217,6 +217,17 @@ def run_job(cfg: DictConfig) -> float | None:
         from memarena.pipeline.demo_summary import summary_text
 
         print(summary_text(run_dir(cfg)), flush=True)  # what the run did, how to look at it
+        from memarena.pipeline.demo_recall import run_arms, side_by_side, wanted
+
+        second = wanted(cfg, overrides)
+        if second:  # none vs MemCo on env=recall: does memory change what the model does?
+            try:
+                print(side_by_side(run_arms(second)), flush=True)
+            except MemarenaError as exc:
+                log.error(
+                    "memarena: the demo's second part (experiment=%s) failed: %s", second, exc
+                )
+                sys.exit(2)
     return float(metrics["success_rate"])
 
 

@@ -59,6 +59,7 @@ TOP_LEVEL = frozenset(
         "paths",
         "report",
         "seed_varies",
+        "demo",  # the demo's second part (conf/experiment/demo.yaml; memarena.pipeline.demo_recall)
     }
 )
 ABLATION_KEYS = ("name", "method", "requires")
