@@ -237,7 +237,19 @@ MIXED = ["method=none", "env=pddl", "backbone=qwen3_4b,qwen3_32b,gpt_4o_mini", "
          "logger=none", "launcher=slurm"]  # fmt: skip
 
 
-def test_slurm_refuses_a_mixed_sweep_before_submission(tmp_path):
+@pytest.fixture
+def login_node(tmp_path, monkeypatch):
+    """What the pre-flight asks of MIXED (tests/test_preflight.py): the API key exported and a
+    `vllm` package found (an empty stand-in on PYTHONPATH; nothing imports it before
+    submission)."""
+    (tmp_path / "stub" / "vllm").mkdir(parents=True)
+    (tmp_path / "stub" / "vllm" / "__init__.py").write_text("")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        [str(tmp_path / "stub"), *filter(None, [os.environ.get("PYTHONPATH")])]))  # fmt: skip
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-key")
+
+
+def test_slurm_refuses_a_mixed_sweep_before_submission(tmp_path, login_node):
     proc = run_py(["-m", *MIXED, f"paths.results_dir={tmp_path}",
                    f"hydra.sweep.dir={tmp_path}/sweep"], timeout=300)  # fmt: skip
     assert proc.returncode == 2, proc.stderr[-3000:]
@@ -250,7 +262,7 @@ def test_slurm_refuses_a_mixed_sweep_before_submission(tmp_path):
     assert not (tmp_path / "sweep" / ".submitit").exists()
 
 
-def test_slurm_dry_run_shows_each_backbones_resources(tmp_path):
+def test_slurm_dry_run_shows_each_backbones_resources(tmp_path, login_node):
     proc = run_py(["-m", *MIXED, "hydra.launcher.dry_run=true", f"paths.results_dir={tmp_path}",
                    f"hydra.sweep.dir={tmp_path}/sweep"], timeout=300)  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -87,7 +87,20 @@ def precheck(argv: list[str], conf_dir: Path) -> list[str]:
         sys.exit(2)
     for note in plan.notes:
         print(note, file=sys.stderr)
-    return [plan.rewrites.get(a, a) for a in argv]
+    argv = [plan.rewrites.get(a, a) for a in argv]
+    # the pre-flight of every job (data, API keys, packages, snapshots) before any starts; the
+    # Slurm dry run prints it under its plan (memarena.launch.slurm)
+    dry_run = any(a.strip().lower() == "hydra.launcher.dry_run=true" for a in argv)
+    if multirun and not shows and not dry_run:
+        from memarena.config_check import sweep_cells
+        from memarena.launch.preflight import sweep_report
+
+        jobs = [plan.rewrites.get(o, o) for o in overrides]
+        report = sweep_report(*sweep_cells(jobs, plan.sweep_params), conf_dir).text()
+        if report:
+            print(report, file=sys.stderr)
+            sys.exit(2)
+    return argv
 
 
 def resolved_settings_note(argv: list[str], conf_dir: Path) -> str:

@@ -124,6 +124,7 @@ class Precheck:
     error: str | None = None
     rewrites: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    sweep_params: dict[str, Any] = field(default_factory=dict)  # the experiment's sweeper params
 
 
 def check_overrides(overrides: list[str], conf_dir: Path = CONF_DIR) -> str | None:
@@ -161,6 +162,11 @@ def plan_overrides(overrides: list[str], conf_dir: Path = CONF_DIR, multirun: bo
             key_overrides.append((ov, f"{key}={values[0]}"))
         prefix = ov.get_key_element()
         first_values.append(f"{prefix}={values[0]}" if not ov.is_delete() else ov.input_line)
+    from memarena.launch.preflight import launcher_missing
+
+    for choice in group_values.get("launcher", []):
+        if message := launcher_missing(choice):
+            return Precheck(message)
     plan = Precheck()
     GlobalHydra.instance().clear()
     try:
@@ -183,6 +189,8 @@ def plan_overrides(overrides: list[str], conf_dir: Path = CONF_DIR, multirun: bo
         plan.error = _strict_keys(cfg, checked, conf_dir) or _sweep_types(key_overrides, combos)
         if not multirun and plan.error is None:
             plan.error = _sweep_without_multirun(cfg, overrides, {ov.key_or_group for ov in parsed})
+        params = cfg.hydra.sweeper.get("params")
+        plan.sweep_params = dict(OmegaConf.to_container(params)) if params else {}
         if multirun and plan.error is None:
             jobs = [plan.rewrites.get(o, o) for o in overrides]
             plan.error = duplicate_cells(jobs, cfg.hydra.sweeper.get("params"), conf_dir)
@@ -202,10 +210,10 @@ def sweep_jobs(overrides: list[str], params: Mapping[str, Any] | None) -> list[l
     experiment's ``hydra.sweeper.params`` then the command line (a later key replaces an
     earlier one), the product of their values in order. [] for a sweep it cannot list (an
     interval, a range of another sweeper)."""
-    return _sweep(overrides, params)[0]
+    return sweep_cells(overrides, params)[0]
 
 
-def _sweep(
+def sweep_cells(
     overrides: list[str], params: Mapping[str, Any] | None
 ) -> tuple[list[list[str]], set[str]]:
     """(:func:`sweep_jobs`, the keys swept: those that list values)."""
@@ -229,7 +237,7 @@ def duplicate_cells(
     composition per job less its seed; the seed is read from the job's overrides)."""
     from memarena.pipeline.build import run_dir
 
-    jobs, swept = _sweep(overrides, params)
+    jobs, swept = sweep_cells(overrides, params)
     if len(jobs) < 2:
         return None
     seen: dict[Path, list[str]] = {}
