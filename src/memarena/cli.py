@@ -194,6 +194,7 @@ def run_job(cfg: DictConfig) -> float | None:
                 " ".join(f"{g}={o}" for g, o in choices.items() if g in ("method", "env")),
             )
             overrides.remove(override)
+    name_adhoc_run(cfg, overrides)
     try:
         metrics = run(cfg, choices, overrides)
     except Terminated as exc:
@@ -227,6 +228,18 @@ def run_job(cfg: DictConfig) -> float | None:
 
         print(summary_text(run_dir(cfg)), flush=True)  # what the run did, how to look at it
     return float(metrics["success_rate"])
+
+
+def name_adhoc_run(cfg: DictConfig, overrides: list[str]) -> None:
+    """An ad-hoc job's results folder named from its overrides (:mod:`memarena.pipeline.adhoc`),
+    so two ad-hoc commands that differ in a key the folder does not show never share one."""
+    from omegaconf import open_dict
+
+    from memarena.pipeline.adhoc import adhoc_name, is_adhoc
+
+    if is_adhoc(overrides):
+        with open_dict(cfg):
+            cfg.experiment_name = adhoc_name(str(cfg.experiment_name), overrides)
 
 
 FAILED_JOBS = "failed_jobs"

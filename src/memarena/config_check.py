@@ -235,6 +235,7 @@ def duplicate_cells(
     (the basic launcher) or fail on its lock (joblib, Ray, Slurm). Each job's folder is the
     pipeline's :func:`~memarena.pipeline.build.run_dir` of its composed config (one
     composition per job less its seed; the seed is read from the job's overrides)."""
+    from memarena.pipeline.adhoc import adhoc_name, is_adhoc
     from memarena.pipeline.build import run_dir
 
     jobs, swept = sweep_cells(overrides, params)
@@ -252,6 +253,9 @@ def duplicate_cells(
             cfg = composed[rest]
             if seeds:
                 cfg = OmegaConf.merge(cfg, {"seed": int(seeds[-1])})
+            if is_adhoc(job):  # the name the job gives itself (memarena.cli.name_adhoc_run)
+                name = adhoc_name(cfg.experiment_name, job)
+                cfg = OmegaConf.merge(cfg, {"experiment_name": name})
             folder = run_dir(cfg)
             if folder in seen:
                 first, second = (" ".join(o for o in j if o.split("=", 1)[0] in swept)
