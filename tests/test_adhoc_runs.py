@@ -42,7 +42,7 @@ def test_the_readme_run_then_a_capped_sweep_do_not_collide(tmp_path):
     assert "another configuration" not in sweep.stdout + sweep.stderr
     folders = {p.parent.relative_to(tmp_path).parts[:3]: json.loads(p.read_text())["n_tasks"]
                for p in tmp_path.rglob("metrics.json")}  # fmt: skip
-    capped = "demo+protocol.max_eval_tasks=2+protocol.max_train_tasks=4"
+    capped = "demo+protocol.max_train_tasks=4"
     assert folders == {
         ("demo", "pddl_generated", "icl"): 4,  # the demo's caps
         (capped, "pddl_generated", "icl"): 2,

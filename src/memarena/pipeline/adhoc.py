@@ -10,6 +10,9 @@ experiment part of an ad-hoc run's folder is derived from its other overrides:
     python run.py -m method=none,icl env=pddl backbone=scripted protocol.max_train_tasks=4
                                      -> results/demo+protocol.max_train_tasks=4/...
 
+Keys that do not change results (paths, logging, speed settings, ``protocol.max_eval_tasks``:
+the keys a resume ignores, :data:`memarena.pipeline.identity.NOT_RESULT`) do not name it.
+
 An experiment file, or ``experiment_name=...`` on the command line, names the folder itself.
 """
 
@@ -23,14 +26,27 @@ from collections.abc import Sequence
 # already (the group choices method, env, backbone, ablation; seed; not their keys:
 # env.domains=[kitchen] is a run of its own) and the name itself ...
 IN_PATH = ("method", "env", "backbone", "ablation", "seed", "experiment", "experiment_name")
-# ... and every key under where the results go, how the run is logged or launched
-NOT_RESULTS = ("paths", "logger", "launcher", "hydra")
+# ... and every key under how the run is launched; the keys that do not change results (paths,
+# logging, speed, protocol.max_eval_tasks: memarena.pipeline.identity, which a resume ignores too)
+NOT_RESULTS = ("launcher", "hydra")
 SEP = "+"
 MAX_NAME = 120
 
 
 def _key(override: str) -> str:
     return override.split("=", 1)[0].lstrip("+~")
+
+
+def names_the_run(override: str) -> bool:
+    """Whether ``override`` changes an ad-hoc run's results without showing in its folder."""
+    from memarena.pipeline.identity import NOT_RESULT, NOT_RESULT_LEAVES
+
+    key = _key(override)
+    if key in IN_PATH or key.split(".", 1)[0].split("/", 1)[0] in NOT_RESULTS:
+        return False
+    if any(key == k or key.startswith(k + ".") for k in NOT_RESULT):
+        return False
+    return key.rsplit(".", 1)[-1] not in NOT_RESULT_LEAVES
 
 
 def is_adhoc(overrides: Sequence[str]) -> bool:
@@ -52,11 +68,7 @@ def adhoc_name(base: str, overrides: Sequence[str]) -> str:
     its folder, sorted (the command's order does not matter): ``demo+protocol.max_train_tasks=4``.
     ``base`` alone when there are none. A name over :data:`MAX_NAME` characters keeps its start
     and a hash of the whole."""
-    kept = sorted(
-        o.lstrip("+")
-        for o in overrides
-        if _key(o) not in IN_PATH and _key(o).split(".", 1)[0].split("/", 1)[0] not in NOT_RESULTS
-    )
+    kept = sorted(o.lstrip("+") for o in overrides if names_the_run(o))
     if not kept:
         return base
     parts = [re.sub(r"[^\w.=,:\[\]@-]", "_", o.replace("/", "-")) for o in kept]
