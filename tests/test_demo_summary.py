@@ -41,3 +41,18 @@ def test_the_demo_ends_with_its_summary_and_the_commands_to_look_at_it(tmp_path)
     assert (run_dir / "runs.html").is_file()
     assert f"--results-dir {tmp_path}" in text  # the figures command on its results folder
     assert "not to score" in summary_text(run_dir, embedded=True)  # the SmolLM2 demo's line
+
+
+def test_a_method_that_learns_nothing_says_so_instead_of_question_marks(tmp_path):
+    """The icl demo printed "memory written: ? entries from ? training tasks" (issue 51, 6)."""
+    run = tmp_path / "demo" / "pddl_generated" / "icl" / "scripted" / "seed0"
+    run.mkdir(parents=True)
+    base = {"method": "icl", "env": "pddl_generated", "backbone": "scripted", "seed": 0,
+            "success_rate": 1.0, "progress_rate": 1.0, "n_episodes": 4}  # fmt: skip
+    (run / "metrics.json").write_text(json.dumps(base))
+    text = summary_text(run)
+    assert "?" not in text
+    assert "memory written: none (icl learns nothing from training tasks)" in text
+    (run / "metrics.json").write_text(json.dumps({**base, "memory_size": 7,
+                                                  "acquisition_tasks": 8}))  # fmt: skip
+    assert "memory written: 7 entries from 8 training tasks" in summary_text(run)

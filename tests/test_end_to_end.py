@@ -37,7 +37,10 @@ def test_scripted_pddl_check_command(tmp_path):
     assert metrics["backbone"].startswith("scripted")
     (run_dir,) = {p.parent for p in tmp_path.rglob("metrics.json")}
     # generated PDDL problems are a stand-in, named so (AgentBoard's problems are `pddl`)
-    assert run_dir.relative_to(tmp_path).parts[:3] == ("demo", "pddl_generated", "none")
+    # an ad-hoc run's folder names the overrides its path does not show (pipeline/adhoc.py)
+    assert run_dir.relative_to(tmp_path).parts[:3] == (
+        "demo+protocol.max_train_tasks=4", "pddl_generated", "none"
+    )
     for name in ("config.yaml", "episodes.jsonl", "usage.json"):
         assert (run_dir / name).exists(), name
     episodes = [json.loads(line) for line in (run_dir / "episodes.jsonl").read_text().splitlines()]
@@ -76,13 +79,12 @@ def test_multirun_writes_every_cell_and_wandb_offline_files(sweep):
     ]
     from memarena.results.loggers import read_offline_run
 
+    name = "demo+protocol.max_train_tasks=4+protocol.step_budget=30"
     for m in metrics:
-        run_dir = (
-            sweep / "demo" / "pddl_generated" / m["method"] / m["backbone"] / f"seed{m['seed']}"
-        )
+        run_dir = sweep / name / "pddl_generated" / m["method"] / m["backbone"] / f"seed{m['seed']}"
         logged = read_offline_run(run_dir)
         assert logged["summary"]["success_rate"] == pytest.approx(m["success_rate"])
-        assert logged["run"]["group"] == f"demo/pddl_generated/{m['method']}/{m['backbone']}"
+        assert logged["run"]["group"] == f"{name}/pddl_generated/{m['method']}/{m['backbone']}"
     memco_memory = next(sweep.rglob("memco/*/seed0/memory/memory.json"))
     state = json.loads(memco_memory.read_text())["state"]
     assert any(agent["records"] for agent in state["agents"].values()), "MemCo learnt nothing"

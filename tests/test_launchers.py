@@ -286,7 +286,19 @@ MIXED = ["method=none", "env=pddl", "backbone=qwen3_4b,qwen3_32b,gpt_4o_mini", "
          "logger=none", "launcher=slurm"]  # fmt: skip
 
 
-def test_slurm_refuses_a_mixed_sweep_before_submission(tmp_path):
+@pytest.fixture
+def login_node(tmp_path, monkeypatch):
+    """What the pre-flight asks of MIXED (tests/test_preflight.py): the API key exported and a
+    `vllm` package found (an empty stand-in on PYTHONPATH; nothing imports it before
+    submission)."""
+    (tmp_path / "stub" / "vllm").mkdir(parents=True)
+    (tmp_path / "stub" / "vllm" / "__init__.py").write_text("")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        [str(tmp_path / "stub"), *filter(None, [os.environ.get("PYTHONPATH")])]))  # fmt: skip
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-key")
+
+
+def test_slurm_refuses_a_mixed_sweep_before_submission(tmp_path, login_node):
     proc = run_py(["-m", *MIXED, f"paths.results_dir={tmp_path}"], cwd=tmp_path, timeout=300)
     assert proc.returncode == 2, proc.stderr[-3000:]
     err = proc.stderr
@@ -298,7 +310,7 @@ def test_slurm_refuses_a_mixed_sweep_before_submission(tmp_path):
     assert not list(tmp_path.rglob(".submitit"))
 
 
-def test_slurm_dry_run_shows_each_backbones_resources(tmp_path):
+def test_slurm_dry_run_shows_each_backbones_resources(tmp_path, login_node):
     """Without hydra.sweep.dir: the generated jobs' folder is the default one, resolved here
     (each job's process reads it from the pickled config, as the submitit_local test runs)."""
     proc = run_py(["-m", *MIXED, "hydra.launcher.dry_run=true", f"paths.results_dir={tmp_path}"],

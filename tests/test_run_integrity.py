@@ -167,8 +167,9 @@ def test_a_multirun_whose_jobs_fail_exits_non_zero_and_names_them(tmp_path):
 
 # --- 3. a resume with another config ------------------------------------------------------------
 def test_a_resume_with_changed_result_keys_is_refused_with_the_difference(tmp_path):
+    # a named experiment: an ad-hoc run with other result keys gets another folder (adhoc.py)
     args = [*SCRIPTED, "method=memco", "protocol.max_train_tasks=4", "protocol.max_eval_tasks=4",
-            f"paths.results_dir={tmp_path}"]  # fmt: skip
+            "experiment_name=integrity", f"paths.results_dir={tmp_path}"]  # fmt: skip
     assert run_py(args).returncode == 0
     run_dir = _run_dir(tmp_path)
     config = (run_dir / "config.yaml").read_text()
@@ -204,8 +205,9 @@ def test_a_corrupt_line_before_the_end_stops_the_run_and_deletes_nothing(tmp_pat
 
 # --- 6. a corrupt snapshot ----------------------------------------------------------------------
 def test_a_corrupt_snapshot_is_refused_and_rebuilt_from_the_records(tmp_path):
+    # a named experiment: an ad-hoc run with other result keys gets another folder (adhoc.py)
     args = [*SCRIPTED, "method=memco", "protocol.max_train_tasks=4", "protocol.max_eval_tasks=4",
-            f"paths.results_dir={tmp_path}"]  # fmt: skip
+            "experiment_name=integrity", f"paths.results_dir={tmp_path}"]  # fmt: skip
     assert run_py(args).returncode == 0
     run_dir = _run_dir(tmp_path)
     metrics = json.loads((run_dir / "metrics.json").read_text())

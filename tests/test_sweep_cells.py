@@ -17,16 +17,16 @@ def test_the_jobs_are_listed_as_the_basic_sweeper_lists_them():
 
 
 def test_a_sweep_that_runs_one_cell_twice_is_refused_naming_the_jobs_and_the_folder(tmp_path):
-    for overrides, jobs in [
-        (["seed=0,0"], "'seed=0' and 'seed=0'"),
-        (["method=icl,none,icl"], "'method=icl' and 'method=icl'"),
-        (["protocol.temperature=0,0.5"],
-         "'protocol.temperature=0' and 'protocol.temperature=0.5'"),
-    ]:
+    for overrides, jobs, name in [
+        (["seed=0,0"], "'seed=0' and 'seed=0'", "demo"),
+        (["method=icl,none,icl"], "'method=icl' and 'method=icl'", "demo"),
+        (["experiment_name=mine", "protocol.temperature=0,0.5"],  # a key the folder does not
+         "'protocol.temperature=0' and 'protocol.temperature=0.5'", "mine"),  # show, one name
+    ]:  # fmt: skip
         error = check_overrides([*SCRIPTED, f"paths.results_dir={tmp_path}", *overrides], CONF)
         assert error is not None and error.startswith("memarena: the sweep runs one cell twice")
         assert jobs in error, error
-        assert str(tmp_path / "demo" / "pddl_generated") in error
+        assert str(tmp_path / name / "pddl_generated") in error
         assert error.endswith("the run did not start.")
     # an experiment's own sweep and the command line together
     error = duplicate_cells(["experiment=pddl_baselines", "seed=3,3"], {"method": "none,icl"})
@@ -35,6 +35,8 @@ def test_a_sweep_that_runs_one_cell_twice_is_refused_naming_the_jobs_and_the_fol
 
 def test_distinct_cells_pass():
     assert check_overrides([*SCRIPTED, "seed=0,1", "method=none,icl"], CONF) is None
+    # ad-hoc jobs that differ in a key the folder does not show get folders of their own
+    assert check_overrides([*SCRIPTED, "protocol.temperature=0,0.5"], CONF) is None
 
 
 def test_run_py_refuses_the_duplicate_sweep_before_any_job(tmp_path):

@@ -91,7 +91,20 @@ def precheck(argv: list[str], conf_dir: Path) -> list[str]:
         sys.exit(2)
     for note in plan.notes:
         print(note, file=sys.stderr)
-    return [plan.rewrites.get(a, a) for a in argv]
+    argv = [plan.rewrites.get(a, a) for a in argv]
+    # the pre-flight of every job (data, API keys, packages, snapshots) before any starts; the
+    # Slurm dry run prints it under its plan (memarena.launch.slurm)
+    dry_run = any(a.strip().lower() == "hydra.launcher.dry_run=true" for a in argv)
+    if multirun and not shows and not dry_run:
+        from memarena.config_check import sweep_cells
+        from memarena.launch.preflight import sweep_report
+
+        jobs = [plan.rewrites.get(o, o) for o in overrides]
+        report = sweep_report(*sweep_cells(jobs, plan.sweep_params), conf_dir).text()
+        if report:
+            print(report, file=sys.stderr)
+            sys.exit(2)
+    return argv
 
 
 def resolved_settings_note(argv: list[str], conf_dir: Path) -> str:
@@ -185,6 +198,7 @@ def run_job(cfg: DictConfig) -> float | None:
                 " ".join(f"{g}={o}" for g, o in choices.items() if g in ("method", "env")),
             )
             overrides.remove(override)
+    name_adhoc_run(cfg, overrides)
     try:
         metrics = run_retrying(run, cfg, choices, overrides, hydra)
     except Terminated as exc:
@@ -258,6 +272,18 @@ def run_retrying(run: Any, cfg: DictConfig, choices: dict, overrides: list[str],
                         attempt + 1, retries, wait)  # fmt: skip
             time.sleep(wait)
     raise AssertionError("not reached")
+
+
+def name_adhoc_run(cfg: DictConfig, overrides: list[str]) -> None:
+    """An ad-hoc job's results folder named from its overrides (:mod:`memarena.pipeline.adhoc`),
+    so two ad-hoc commands that differ in a key the folder does not show never share one."""
+    from omegaconf import open_dict
+
+    from memarena.pipeline.adhoc import adhoc_name, is_adhoc
+
+    if is_adhoc(overrides):
+        with open_dict(cfg):
+            cfg.experiment_name = adhoc_name(str(cfg.experiment_name), overrides)
 
 
 def job_line(cfg: DictConfig, metrics: dict[str, Any]) -> dict[str, Any]:

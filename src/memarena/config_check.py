@@ -124,6 +124,7 @@ class Precheck:
     error: str | None = None
     rewrites: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    sweep_params: dict[str, Any] = field(default_factory=dict)  # the experiment's sweeper params
 
 
 def check_overrides(overrides: list[str], conf_dir: Path = CONF_DIR) -> str | None:
@@ -161,6 +162,11 @@ def plan_overrides(overrides: list[str], conf_dir: Path = CONF_DIR, multirun: bo
             key_overrides.append((ov, f"{key}={values[0]}"))
         prefix = ov.get_key_element()
         first_values.append(f"{prefix}={values[0]}" if not ov.is_delete() else ov.input_line)
+    from memarena.launch.preflight import launcher_missing
+
+    for choice in group_values.get("launcher", []):
+        if message := launcher_missing(choice):
+            return Precheck(message)
     plan = Precheck()
     GlobalHydra.instance().clear()
     try:
@@ -186,10 +192,11 @@ def plan_overrides(overrides: list[str], conf_dir: Path = CONF_DIR, multirun: bo
         experiments = group_values.get("experiment", [])
         if multirun and plan.error is None and len(experiments) > 1:
             plan.error = _swept_experiments_sweeping(conf_dir, experiments)
+        # with experiment itself swept, Hydra applies no experiment's own sweep
+        params = None if len(experiments) > 1 else cfg.hydra.sweeper.get("params")
+        plan.sweep_params = dict(OmegaConf.to_container(params)) if params else {}
         if multirun and plan.error is None:
             jobs = [plan.rewrites.get(o, o) for o in overrides]
-            # with experiment itself swept, Hydra applies no experiment's own sweep
-            params = None if len(experiments) > 1 else cfg.hydra.sweeper.get("params")
             plan.error = duplicate_cells(jobs, params, conf_dir)
     except (HydraException, OmegaConfBaseException) as exc:
         text = " ".join(f"{exc} {exc.__cause__ or ''}".split())
@@ -234,10 +241,10 @@ def sweep_jobs(overrides: list[str], params: Mapping[str, Any] | None) -> list[l
     experiment's ``hydra.sweeper.params`` then the command line (a later key replaces an
     earlier one), the product of their values in order. [] for a sweep it cannot list (an
     interval, a range of another sweeper)."""
-    return _sweep(overrides, params)[0]
+    return sweep_cells(overrides, params)[0]
 
 
-def _sweep(
+def sweep_cells(
     overrides: list[str], params: Mapping[str, Any] | None
 ) -> tuple[list[list[str]], set[str]]:
     """(:func:`sweep_jobs`, the keys swept: those that list values)."""
@@ -259,9 +266,10 @@ def duplicate_cells(
     (the basic launcher) or fail on its lock (joblib, Ray, Slurm). Each job's folder is the
     pipeline's :func:`~memarena.pipeline.build.run_dir` of its composed config (one
     composition per job less its seed; the seed is read from the job's overrides)."""
+    from memarena.pipeline.adhoc import adhoc_name, is_adhoc
     from memarena.pipeline.build import run_dir
 
-    jobs, swept = _sweep(overrides, params)
+    jobs, swept = sweep_cells(overrides, params)
     if len(jobs) < 2:
         return None
     seen: dict[Path, list[str]] = {}
@@ -276,6 +284,9 @@ def duplicate_cells(
             cfg = composed[rest]
             if seeds:
                 cfg = OmegaConf.merge(cfg, {"seed": int(seeds[-1])})
+            if is_adhoc(job):  # the name the job gives itself (memarena.cli.name_adhoc_run)
+                name = adhoc_name(cfg.experiment_name, job)
+                cfg = OmegaConf.merge(cfg, {"experiment_name": name})
             folder = run_dir(cfg)
             if folder in seen:
                 first, second = (" ".join(o for o in j if o.split("=", 1)[0] in swept)

@@ -325,3 +325,15 @@ def test_prompt_and_config(env):
 
     cfg = compose_cfg(["env=alfworld"])
     assert cfg.env._target_ == "memarena.envs.alfworld.AlfWorldEnv" and cfg.env.step_budget == 30
+
+
+def test_the_suite_fallback_is_a_warning_naming_the_suite_and_the_flag(env, caplog):
+    """Without the official data the run plays the household suite: said at WARNING, with the
+    suite's name and the metrics flag (issue 51, 6; it was an INFO line)."""
+    fresh = AlfWorldEnv(name="alfworld_suite", data_path=None, cache_dir=str(env.cache_dir),
+                        suite=SUITE)  # fmt: skip
+    with caplog.at_level("INFO", logger="memarena"):
+        fresh.tasks("train")
+    (record,) = [r for r in caplog.records if "household suite at" in r.getMessage()]
+    assert record.levelname == "WARNING" and fresh.stand_in
+    assert "alfworld_suite" in record.getMessage() and "stand_in_data" in record.getMessage()

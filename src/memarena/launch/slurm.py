@@ -5,7 +5,8 @@ resources. Before anything is submitted, :func:`prepare` composes every job, rea
 (:mod:`memarena.launch.resources`) and:
 
 - ``hydra.launcher.dry_run=true``: prints the plan (each resource class: its backbones, jobs and
-  the sbatch resources it gets) and exits 0; no Slurm needed;
+  the sbatch resources it gets) and the pre-flight of every job (:mod:`memarena.launch.preflight`:
+  data, API keys, packages, snapshots); exits 0 when it found nothing, else 2; no Slurm needed;
 - a sweep whose jobs need different resources (``backbone=qwen3_4b,qwen3_32b,gpt_4o_mini``: 1, 2
   and 0 GPUs) is refused with one message naming the backbones and printing one command per
   resource class; ``hydra.launcher.gpus_per_node`` set by hand takes every job as it is;
@@ -20,6 +21,7 @@ import shutil
 from collections.abc import Sequence
 from typing import Any
 
+from memarena.launch.preflight import launcher_report
 from memarena.launch.sweep import PlannedJob, backbones_of, planned_or_stop, resource_classes, stop
 
 
@@ -31,7 +33,12 @@ def prepare(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_i
     classes = resource_classes(jobs)
     params = launcher.params
     if launcher.dry_run:
-        print(dry_run_text(classes, params))
+        print(dry_run_text(classes, params), flush=True)
+        report = launcher_report(  # what run.py's pre-flight refuses a real sweep for
+            launcher.hydra_context, launcher.config, job_overrides, initial_job_idx
+        ).text()
+        if report:
+            stop(report)
         raise SystemExit(0)
     fixed = params.get("gpus_per_node")
     if fixed is None and len(classes) > 1:

@@ -79,11 +79,7 @@ def summary_text(run_dir: str | Path, *, embedded: bool | None = None) -> str:
             f"{float(row.get('progress_rate') or 0):>8.3f}  {view['per_call']:>10.1f}  "
             f"{int(view['distinct']):>14}"
         )
-    written = metrics.get("memory_size")
-    memory = (
-        f"  memory written: {written if written is not None else '?'} entries from "
-        f"{metrics.get('acquisition_tasks', '?')} training tasks"
-    )
+    memory = "  " + _memory_line(metrics)
     if "global_records" in metrics:
         memory += f"; global records promoted: {metrics['global_records']}"
     lines.append(memory)
@@ -103,6 +99,19 @@ def summary_text(run_dir: str | Path, *, embedded: bool | None = None) -> str:
     if embedded if embedded is not None else backbone.lower().startswith("smollm2"):
         lines.append(EMBEDDED_NOTE.format(backbone=backbone))
     return "\n".join(lines)
+
+
+def _memory_line(metrics: dict[str, Any]) -> str:
+    """What the run's memory holds and where it came from, from ``metrics.json`` only: a method
+    that learns nothing (icl, none: no memory size, no acquisition) says so instead of "?"."""
+    written, tasks = metrics.get("memory_size"), metrics.get("acquisition_tasks")
+    method = metrics.get("method") or "this method"
+    if written is None and tasks is None:
+        return f"memory written: none ({method} learns nothing from training tasks)"
+    entries = f"{written} entries" if written is not None else "entries not counted"
+    if tasks is None:
+        return f"memory: {entries} (no acquisition in this run: a loaded snapshot or none)"
+    return f"memory written: {entries} from {tasks} training tasks"
 
 
 def _results_root(run_dir: Path) -> str:

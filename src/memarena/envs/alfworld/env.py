@@ -198,7 +198,13 @@ class AlfWorldEnv(Env):
         workers = int(s["workers"]) or (os.cpu_count() or 1)
         t0 = time.perf_counter()
         out = generate_suite(spec, self.cache_dir, workers=workers)
-        log.info("alfworld household suite at %s (%.1f s)", out, time.perf_counter() - t0)
+        log.warning(
+            "env=alfworld has no official data (ALFWORLD_DATA / env.data_path unset): this run "
+            "plays the embedded household suite at %s (%.1f s), a stand-in named %s, and "
+            "metrics.json flags it stand_in_data. For ALFWorld itself set ALFWORLD_DATA (paper "
+            "experiments require it: env.require_data=true).",
+            out, time.perf_counter() - t0, self.name,
+        )  # fmt: skip
         return out
 
     def _build(self) -> dict[str, list[Task]]:
