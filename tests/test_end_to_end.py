@@ -39,7 +39,7 @@ def test_scripted_pddl_check_command(tmp_path):
     # generated PDDL problems are a stand-in, named so (AgentBoard's problems are `pddl`)
     # an ad-hoc run's folder names the overrides its path does not show (pipeline/adhoc.py)
     assert run_dir.relative_to(tmp_path).parts[:3] == (
-        "demo+protocol.max_train_tasks=4", "pddl_generated", "none"
+        "demo+protocol.max_train_tasks-4", "pddl_generated", "none"
     )
     for name in ("config.yaml", "episodes.jsonl", "usage.json"):
         assert (run_dir / name).exists(), name
@@ -79,7 +79,7 @@ def test_multirun_writes_every_cell_and_wandb_offline_files(sweep):
     ]
     from memarena.results.loggers import read_offline_run
 
-    name = "demo+protocol.max_train_tasks=4+protocol.step_budget=30"
+    name = "demo+protocol.max_train_tasks-4+protocol.step_budget-30"
     for m in metrics:
         run_dir = sweep / name / "pddl_generated" / m["method"] / m["backbone"] / f"seed{m['seed']}"
         logged = read_offline_run(run_dir)

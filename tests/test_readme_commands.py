@@ -126,7 +126,9 @@ def test_every_linked_path_exists(page):
 
 def test_the_readme_is_short_and_in_the_order_a_user_needs():
     text = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert len(text.splitlines()) <= 260
+    # 260 lines of prose and commands plus the two measured tables the README must show: what
+    # each paper experiment costs (29 rows) and the recall sanity check (13 rows)
+    assert len(text.splitlines()) <= 305
     heads = re.findall(r"^## (.+)$", text, re.M)
     order = ["Two commands", "What the demo printed", "Reproduce a paper table", "Compare methods",
              "Configuration", "Clusters", "Extending", "Speed"]  # fmt: skip

@@ -8,7 +8,14 @@ experiment part of an ad-hoc run's folder is derived from its other overrides:
 
     python run.py method=icl env=pddl backbone=scripted            -> results/demo/...
     python run.py -m method=none,icl env=pddl backbone=scripted protocol.max_train_tasks=4
-                                     -> results/demo+protocol.max_train_tasks=4/...
+                                     -> results/demo+protocol.max_train_tasks-4/...
+
+The name keeps to letters, digits and ``_ . - +`` so that a run folder can be given back on the
+command line as it is (``protocol.snapshot_from=results/demo+...``: Hydra's override grammar
+takes no ``=``, ``,`` or brackets in an unquoted value): ``key=value`` is written ``key-value``,
+a group override's ``/`` is ``-``, and any other character ``_``; where that loses a
+character (``env.domains=[a,b]``), a hash of the overrides ends the name, so two ad-hoc
+commands never share a folder.
 
 Keys that do not change results (paths, logging, speed settings, ``protocol.max_eval_tasks``:
 the keys a resume ignores, :data:`memarena.pipeline.identity.NOT_RESULT`) do not name it.
@@ -30,6 +37,7 @@ IN_PATH = ("method", "env", "backbone", "ablation", "seed", "experiment", "exper
 # logging, speed, protocol.max_eval_tasks: memarena.pipeline.identity, which a resume ignores too)
 NOT_RESULTS = ("launcher", "hydra")
 SEP = "+"
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")  # what a folder name given back as a value cannot hold
 MAX_NAME = 120
 
 
@@ -65,15 +73,21 @@ def is_adhoc(overrides: Sequence[str]) -> bool:
 
 def adhoc_name(base: str, overrides: Sequence[str]) -> str:
     """``base`` (demo / adhoc) followed by the overrides that change the run without showing in
-    its folder, sorted (the command's order does not matter): ``demo+protocol.max_train_tasks=4``.
-    ``base`` alone when there are none. A name over :data:`MAX_NAME` characters keeps its start
-    and a hash of the whole."""
+    its folder, sorted (the command's order does not matter): ``demo+protocol.max_train_tasks-4``.
+    ``base`` alone when there are none. A name that lost a character to the safe alphabet, or
+    is over :data:`MAX_NAME` characters, keeps its start and ends in a hash of the overrides."""
     kept = sorted(o.lstrip("+") for o in overrides if names_the_run(o))
     if not kept:
         return base
-    parts = [re.sub(r"[^\w.=,:\[\]@-]", "_", o.replace("/", "-")) for o in kept]
+    parts, lossy = [], False
+    for override in kept:
+        raw_key, _, value = override.partition("=")
+        key = raw_key.replace("/", "-")
+        part = _UNSAFE.sub("_", f"{key}-{value}")
+        lossy = lossy or "-" in raw_key or part != f"{key}-{value}"
+        parts.append(part)
     name = SEP.join([base, *parts])
-    if len(name) > MAX_NAME:
-        digest = hashlib.sha1(name.encode()).hexdigest()[:10]
+    if lossy or len(name) > MAX_NAME:
+        digest = hashlib.sha1("\n".join(kept).encode()).hexdigest()[:10]
         name = f"{name[: MAX_NAME - 11]}{SEP}{digest}"
     return name
