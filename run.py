@@ -4,6 +4,7 @@ python run.py                                  # embedded defaults on a CPU
 python run.py method=icl env=pddl backbone=scripted
 python run.py -m method=none,icl seed=0,1      # a sweep
 python run.py --cfg job                        # print the composed config
+python run.py --list [group]                   # the config groups, or one group's options
 """
 
 import sys
@@ -25,8 +26,10 @@ def main(cfg: DictConfig) -> float | None:
 
 
 if __name__ == "__main__":
-    from memarena.cli import precheck, resolved_settings_note
+    from memarena.cli import list_options, precheck, resolved_settings_note
 
+    if "--list" in sys.argv[1:]:
+        sys.exit(list_options(sys.argv[1:], CONF_DIR))
     sys.argv[1:] = precheck(sys.argv[1:], CONF_DIR)
     main()
     if any(a in ("--cfg", "-c") for a in sys.argv[1:]):  # Hydra printed the config: add what

@@ -396,8 +396,9 @@ def test_resources_do_not_change_a_runs_identity():
 
 # -- finishing what failed ---------------------------------------------------------------------
 
+# one experiment_name: the two commands' runs share folders (ad-hoc names would keep them apart)
 RERUN = ["method=none", "env=pddl", "env.domains=[gripper]", "backbone=scripted", "experiment=null",
-         "protocol.max_eval_tasks=1", "logger=none"]  # fmt: skip
+         "experiment_name=rerun", "protocol.max_eval_tasks=1", "logger=none"]  # fmt: skip
 
 
 def test_the_rerun_command_runs_only_the_failed_job(tmp_path):

@@ -68,6 +68,24 @@ def command_line_overrides(argv: list[str]) -> list[str]:
     return out
 
 
+def list_options(argv: list[str], conf_dir: Path) -> int:
+    """``python run.py --list [group]``: print the config groups, or one group's options with
+    their one-line descriptions (:func:`memarena.conf_options.listing`); the exit status."""
+    from memarena.conf_options import listing
+
+    rest = argv[argv.index("--list") + 1 :]
+    if len(rest) > 1 or len(argv) > len(rest) + 1:
+        print("memarena: --list takes one group at most and nothing else: "
+              "python run.py --list [group]", file=sys.stderr)  # fmt: skip
+        return 2
+    try:
+        print(listing(rest[0] if rest else None, conf_dir))
+    except ValueError as exc:
+        print(f"memarena: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def precheck(argv: list[str], conf_dir: Path) -> list[str]:
     """Exit with a one-paragraph message when the overrides name a bad choice or key, or give
     a value of the wrong type (``seed=abc``, ``method.threshold=abc``: checked against the

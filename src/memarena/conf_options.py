@@ -82,3 +82,53 @@ def rewrite(page: Path, conf_dir: Path = CONF_DIR) -> bool:
     if new != text:
         page.write_text(new, encoding="utf-8")
     return new != text
+
+
+# -- python run.py --list [group] ---------------------------------------------------------------
+
+LINE = 90  # the width of a description in the listing
+
+
+def describe(conf_dir: Path, group: str, option: str) -> str:
+    """The one-line description of ``conf/<group>/<option>.yaml``: the first sentence of its
+    opening comment (``# @package`` lines skipped; a full stop inside parentheses does not end
+    it), cut to :data:`LINE` characters; "" when the file opens with no comment."""
+    words = []
+    for line in (conf_dir / group / f"{option}.yaml").read_text(encoding="utf-8").splitlines():
+        if not line.startswith("#"):
+            break  # the opening comment ended
+        text = line.lstrip("#").strip()
+        if text.startswith("@package"):
+            continue
+        words.extend(text.split())
+    text = " ".join(words)
+    depth = 0  # the first sentence ends at ". " outside parentheses ("Xu et al. 2025" is inside)
+    for i, char in enumerate(text):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if char == "." and depth <= 0 and text[i + 1 : i + 2] in (" ", ""):
+            text = text[: i + 1]
+            break
+    return text if len(text) <= LINE else text[: LINE - 3].rstrip(" ,;(") + "..."
+
+
+def listing(group: str | None, conf_dir: Path = CONF_DIR) -> str:
+    """``python run.py --list``: every group with what it selects and its default; with a group,
+    each of its options with its one-line description, the default marked."""
+    groups = [g for g in config_groups(conf_dir) if g != "local"]
+    chosen = defaults(conf_dir)
+    if group is None:
+        width = max(map(len, groups))
+        rows = [f"{g:<{width}}  {WHAT.get(g, '-')} (default: {chosen.get(g, '-')})"
+                for g in groups]  # fmt: skip
+        return "\n".join(["config groups (python run.py --list <group> lists its options):", *rows])
+    group = group.replace(".", "/")
+    if group not in groups:
+        raise ValueError(f"no config group {group!r}; the groups are: {', '.join(groups)}")
+    options = group_options(conf_dir, group)
+    width = max(len(o) for o in options) + len(" (default)")
+    rows = []
+    for option in options:
+        name = f"{option} (default)" if option == chosen.get(group) else option
+        rows.append(f"{name:<{width}}  {describe(conf_dir, group, option)}".rstrip())
+    head = f"{group}: {WHAT.get(group, '-')}; choose one with {group}=<option>"
+    return "\n".join([head, *rows])
