@@ -2,7 +2,8 @@
 the offsets the prompt builder recorded, the memory text it finds for an id, its escaping, old
 runs without recorded offsets, and the page over a results tree the real pipeline wrote, opened
 in the system's headless Chromium and used as a reader would: the runs list filtered and
-sorted, run -> episode -> prompt, and the comparison of two runs task by task.
+sorted, run -> episode -> prompt, and the comparison of two runs task by task (two team runs,
+their agent views collapsed into a column a run, in a 1400 px window).
 
 The browser is the Debian package ``chromium`` driven by Playwright (the ``dev`` extra);
 ``scripts/setup.sh --test`` installs both. Without them the browser test fails with the hint,
@@ -11,6 +12,8 @@ it never skips."""
 from __future__ import annotations
 
 import json
+import re
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -61,24 +64,38 @@ def test_find_texts_reads_the_text_of_each_id_from_any_snapshot_shape():
     }
 
 
-def _hand_run(root: Path, step: dict) -> Path:
-    run = root / "exp" / "pddl" / "none" / "scripted-expert-eps0.1" / "seed0"
-    run.mkdir(parents=True)
-    (run / "metrics.json").write_text(json.dumps({"success_rate": 0.0, "flags": ["capped"]}))
-    record = {
-        "task_id": "t<1>",
-        "success": False,
-        "progress": 0.5,
-        "steps": 1,
-        "status": "failure",
+def _record(task_id: str, steps: list[dict], **fields) -> dict:
+    """An evaluated episode record of ``steps`` (``fields``: agent, run, success, ...)."""
+    record = {"success": False, "progress": 0.5, "status": "failure", **fields}
+    return {
+        "task_id": task_id,
+        "steps": len(steps),
+        **record,
         "trajectory": {
-            "task": {"id": "t<1>", "env": "pddl", "split": "test", "domain": "d", "goal": "g"},
+            "task": {"id": task_id, "env": "pddl", "split": "test", "domain": "d", "goal": "g"},
             "initial_observation": "start",
-            "steps": [step],
+            "steps": steps,
         },
     }
-    (run / "episodes.jsonl").write_text(json.dumps(record) + "\n")
+
+
+def _write_run(run: Path, records: list[dict], metrics: dict) -> Path:
+    run.mkdir(parents=True)
+    (run / "metrics.json").write_text(json.dumps(metrics))
+    (run / "episodes.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     return run
+
+
+def _compare_data(page: str) -> dict:
+    """The comparison view's JSON in the page."""
+    data = page.split('<script id="compare-data" type="application/json">')[1]
+    return json.loads(data.split("</script>")[0])
+
+
+def _hand_run(root: Path, step: dict) -> Path:
+    run = root / "exp" / "pddl" / "none" / "scripted-expert-eps0.1" / "seed0"
+    metrics = {"success_rate": 0.0, "flags": ["capped"]}
+    return _write_run(run, [_record("t<1>", [step])], metrics)
 
 
 def test_page_of_a_hand_written_run_escapes_and_says_prompts_are_missing(tmp_path):
@@ -111,10 +128,7 @@ def test_a_step_without_recorded_memory_says_so_not_no_memory(tmp_path):
     page = render_page(tmp_path / "old")
     cell = '<span class="note">memory not recorded (protocol.record_memory=false)</span>'
     assert cell in page
-    data = json.loads(
-        page.split('<script id="compare-data" type="application/json">')[1].split("</script>")[0]
-    )
-    (episode,) = data["episodes"]
+    (episode,) = _compare_data(page)["episodes"]
     assert episode["steps"][0]["rec"] is False
     _hand_run(tmp_path / "new", {**step, "memory_ids": []})
     page = render_page(tmp_path / "new")
@@ -214,20 +228,27 @@ def browser():
         browser.close()
 
 
-@pytest.fixture
-def page(browser, page_file):
-    """The page in a 1400 px wide window; at the end: no script error, nothing fetched."""
+@contextmanager
+def _opened(browser, path: Path):
+    """The page at ``path`` in a 1400 px wide window; at the end: no script error, nothing
+    fetched."""
     requests: list[str] = []
     errors: list[str] = []
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.on("request", lambda r: requests.append(r.url))
     page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(page_file.as_uri())
+    page.goto(path.as_uri())
     yield page
     page.close()
     assert not errors, errors
     # self-contained: the page fetched nothing but itself
     assert requests and all(u.startswith("file://") for u in requests), requests
+
+
+@pytest.fixture
+def page(browser, page_file):
+    with _opened(browser, page_file) as page:
+        yield page
 
 
 def test_runs_list_fits_1400px_filters_and_sorts_in_headless_chromium(page):
@@ -375,7 +396,15 @@ def test_compare_shows_one_task_side_by_side_with_the_first_divergence(page, res
     assert d >= 0, cols  # the noisier expert leaves the path
     view.locator("a.task-link", has_text=task).click()
     grid = view.locator("#compare-grid")
-    expect(grid.locator("table.compare-steps thead th")).to_have_count(1 + len(cols))
+    # MemCo is a team run (an agent per PDDL domain): its group starts with the views collapsed
+    # into one column, a line per view; expanded, each trajectory is a column
+    n_views = len(actions(memco, task))
+    assert n_views > 1
+    columns = grid.locator("table.compare-steps thead tr:not(.run-groups) th")
+    expect(columns).to_have_count(2)
+    expect(columns.nth(0).locator("li")).to_have_count(n_views)
+    grid.locator("th.run-group button.views-toggle").click()
+    expect(columns).to_have_count(len(cols))
     body = grid.locator("table.compare-steps tbody tr")
     expect(body).to_have_count(max(map(len, cols)))
     expect(grid.locator("tr.diverge")).to_have_count(1)
@@ -411,3 +440,145 @@ def test_compare_shows_one_task_side_by_side_with_the_first_divergence(page, res
     expect(grid.locator("tr.diverge")).to_have_count(0)
     view.locator("#only-diverging").check()
     expect(view.locator("#compare-tasks tbody tr").locator("visible=true")).to_have_count(0)
+
+    # two one-view runs: their columns as they always were, one header row and no groups
+    nones = [i for i, t in enumerate(labels) if "/ none /" in t]
+    page.goto(f"{page.url.split('#')[0]}#compare?runs={nones[0]},{nones[1]}&task={task}")
+    expect(grid.locator("thead tr")).to_have_count(1)
+    expect(grid.locator("thead th")).to_have_count(1 + 2)
+    expect(grid.locator("colgroup, .run-group, .group-start, .views")).to_have_count(0)
+    expect(grid.locator("tbody tr").nth(0).locator("td").first.locator("pre.obs")).to_be_visible()
+
+
+VIEWS = ("bathroom", "bedroom", "kitchen", "living_room")  # MemCo's ALFWorld scene agents
+TEAM_TASKS = ("alfworld/bedroom/test/001", "alfworld/kitchen/test/000")
+THINGS = ", ".join(
+    f"a {thing} {i}"
+    for i, thing in enumerate(
+        "apple bread butterknife cup dishsponge egg fork knife lettuce mug pan plate pot".split()
+    )
+)
+
+
+def _team_step(view: str, k: int, seed: int) -> dict:
+    """Step ``k`` of the view's trajectory; seed 1 leaves seed 0's path at step 1."""
+    place = f"drawer {k}" if (k, seed) == (1, 1) else f"countertop {k + 1}"
+    mid = f"{view}-m{k}"
+    return {
+        "action": f"go to {place}",
+        "observation": f"You arrive at {place}. On the {place}, you see {THINGS}.",
+        "reward": 0.0,
+        "progress": 0.0,
+        "feedback": {"valid_action": True, "state_changed": True},
+        "memory_ids": [mid],
+        "memory_entries": {mid: f"In the {view}, look on the {place} first."},
+    }
+
+
+@pytest.fixture(scope="module")
+def team_results(tmp_path_factory) -> Path:
+    """Two MemCo runs written by hand (seeds 0 and 1), each of which evaluated both test tasks
+    with each of its four scene-domain agent views: view v in 3 + v steps, kitchen solves."""
+    root = tmp_path_factory.mktemp("team_results")
+    for seed in (0, 1):
+        records = [
+            _record(
+                task,
+                [_team_step(view, k, seed) for k in range(3 + v)],
+                agent=view,
+                run=0,
+                **(
+                    {"success": True, "status": "success", "progress": 1.0}
+                    if view == "kitchen"
+                    else {"progress": 0.25}
+                ),
+            )
+            for task in TEAM_TASKS
+            for v, view in enumerate(VIEWS)
+        ]
+        run = root / "team" / "alfworld" / "memco" / "scripted-expert-eps0.1" / f"seed{seed}"
+        _write_run(run, records, {"success_rate": 0.25})
+    return root
+
+
+def test_team_runs_name_their_views_in_the_comparison_data(team_results, tmp_path):
+    """Each run's agent views (a team run has two or more; the comparison groups its columns
+    by them), and each evaluated episode's run, view and progress; a one-view run has none."""
+    data = _compare_data(render_page(team_results))
+    assert [r["views"] for r in data["runs"]] == [list(VIEWS), list(VIEWS)]
+    assert sorted((e["r"], e["task"], e["agent"]) for e in data["episodes"]) == [
+        (r, t, v) for r in (0, 1) for t in TEAM_TASKS for v in VIEWS
+    ]
+    assert {(e["agent"], e["progress"]) for e in data["episodes"]} == {
+        (v, 1.0 if v == "kitchen" else 0.25) for v in VIEWS
+    }
+    _hand_run(tmp_path, _team_step("kitchen", 0, 0))
+    assert [r["views"] for r in _compare_data(render_page(tmp_path))["runs"]] == [[]]
+
+
+@pytest.fixture
+def team_page(browser, team_results, tmp_path):
+    path = tmp_path / "runs.html"
+    path.write_text(render_page(team_results), encoding="utf-8")
+    with _opened(browser, path) as page:
+        yield page
+
+
+def _overflow(page) -> float:
+    """How far the comparison's steps table reaches past the window's right edge (px)."""
+    return page.evaluate(
+        "document.querySelector('table.compare-steps').getBoundingClientRect().right"
+        " - document.documentElement.clientWidth"
+    )
+
+
+def test_two_team_runs_fit_1400px_with_views_collapsed_and_expand_per_run(team_page):
+    """Two MemCo runs (4 agent views each): one column group per run, its views collapsed into
+    one column by default, so both fit a 1400 px window; expanded, 8 columns do not fit."""
+    from playwright.sync_api import expect
+
+    page = team_page
+    page.goto(f"{page.url}#compare?runs=0,1&task={TEAM_TASKS[1]}")
+    grid = page.locator("#compare-grid")
+    groups = grid.locator("thead tr.run-groups th.run-group")
+    expect(groups).to_have_count(2)
+    for seed in (0, 1):
+        expect(groups.nth(seed).locator("a.run-link")).to_have_text(re.compile(f"seed{seed}$"))
+        expect(groups.nth(seed).locator("button.views-toggle")).to_have_text("expand 4 views")
+    # collapsed: one column a run, each view's outcome in its header and action in each step
+    columns = grid.locator("thead tr:not(.run-groups) th")
+    expect(columns).to_have_count(2)
+    expect(grid.locator("th.views.group-start")).to_have_count(2)
+    views = columns.nth(0).locator("li")
+    expect(views).to_have_text(
+        [f"{v} failure, progress 0.25, {3 + i} steps" for i, v in enumerate(VIEWS[:2])]
+        + ["kitchen success, progress 1.00, 5 steps", "living_room failure, progress 0.25, 6 steps"]
+    )
+    steps = grid.locator("tbody tr")
+    expect(steps).to_have_count(6)
+    expect(steps.nth(1)).to_have_class("cstep diverge")  # seed 1 went to the drawer
+    expect(steps.nth(1).locator("td.views").nth(1).locator(".vstep")).to_have_text(
+        [f"{v}go to drawer 1" for v in VIEWS]
+    )
+    expect(steps.nth(3).locator("td.views").nth(0).locator(".vstep").nth(0)).to_have_text(
+        "bathroom (ended)"
+    )
+    assert _overflow(page) <= 0, _overflow(page)
+
+    # expanded: each view a full column of its run's group
+    for seed in (0, 1):
+        groups.nth(seed).locator("button.views-toggle").click()
+    expect(columns).to_have_count(8)
+    expect(groups.nth(1)).to_have_attribute("colspan", "4")
+    expect(groups.nth(1).locator("button.views-toggle")).to_have_text("collapse views")
+    expect(columns.nth(6)).to_contain_text("agent kitchen")
+    assert _overflow(page) > 0  # eight columns do not fit: what the collapsed default is for
+
+    # one view in full, and collapsed again
+    groups.nth(1).locator("select.view-pick").select_option(label="kitchen")
+    expect(columns).to_have_count(5)
+    expect(groups.nth(1)).to_have_attribute("colspan", "1")
+    expect(steps.nth(0).locator("td").last.locator("code.memid")).to_have_text(["kitchen-m0"])
+    groups.nth(0).locator("button.views-toggle").click()
+    expect(columns).to_have_count(2)
+    expect(columns.nth(0)).to_have_class("views group-start")

@@ -3,7 +3,8 @@
 The JS shows one view at a time from the URL fragment (``#runs``, ``#run-<i>``,
 ``#ep-<i>-<j>``, ``#compare?runs=<i>,<k>&task=<task id>``), filters and sorts the runs and
 episodes tables, and draws the comparison view from the page's embedded JSON
-(``<script id="compare-data" type="application/json">``). It writes text only through
+(``<script id="compare-data" type="application/json">``): a team run's agent views (its
+``views``) start collapsed into one column of their group. It writes text only through
 ``textContent``, so nothing from a run is ever parsed as HTML.
 """
 
@@ -39,6 +40,11 @@ code.act{font-weight:bold;background:#eef;padding:0 3px}
 ul.memids{list-style:none;padding:0;margin:2px 0}ul.memids li{margin:1px 0}
 .memline{font-size:.85em;color:#553}
 tr.current>td{background:#f0f6ff}
+table.compare-steps .group-start{border-left:3px solid #789}
+th.run-group{background:#dde6f3}.view-controls{display:flex;gap:.4em;margin-top:2px}
+table.compare-steps td.views,table.compare-steps th.views{min-width:14em;max-width:30em}
+ul.views{list-style:none;padding:0;margin:0;font-weight:normal}
+.vstep{overflow-wrap:anywhere;margin:1px 0}.vname{font-weight:bold;margin-right:.4em}
 """
 
 JS = r"""
@@ -267,6 +273,101 @@ function memoryCell(c, s, k) {
   }
   return box;
 }
+/* a team run (two or more agent views) is one column group; its views start collapsed into one
+   column, and its header expands them or shows one in full: 'collapsed', 'all' or 'view:<name>' */
+var VIEW_MODE = {};
+function isTeam(r) { return DATA.runs[r].views.length > 1; }
+function viewMode(r) { return isTeam(r) ? VIEW_MODE[r] || 'collapsed' : 'all'; }
+function shownColumns(r, eps) {
+  var mode = viewMode(r);
+  if (mode === 'all') return eps;
+  var one = eps.filter(function (e) { return 'view:' + e.agent === mode; });
+  return one.length ? one : [{r: r, eps: eps}];  /* the collapsed column holds the views */
+}
+function viewLabel(e, eps) {
+  var repeated = eps.some(function (o) { return o !== e && o.agent === e.agent; });
+  return String(e.agent) + (repeated ? ' run ' + e.run : '');
+}
+function outcomeText(e) {
+  var p = e.progress === null || e.progress === undefined ? '' :
+    ', progress ' + Number(e.progress).toFixed(2);
+  return (e.success ? 'success' : e.status) + p + ', ' + e.steps.length + ' steps';
+}
+function groupHeader(g, redraw) {
+  var r = g.r, mode = viewMode(r), views = DATA.runs[r].views;
+  var th = el('th', 'run-group'), a = el('a', 'run-link', DATA.runs[r].title);
+  th.colSpan = g.shown.length;
+  th.setAttribute('data-run', String(r));
+  a.href = '#run-' + r;
+  th.appendChild(a);
+  if (!isTeam(r)) return th;
+  var bar = el('div', 'view-controls');
+  var toggle = el('button', 'views-toggle',
+    mode === 'collapsed' ? 'expand ' + views.length + ' views' : 'collapse views');
+  toggle.type = 'button';
+  toggle.addEventListener('click', function () {
+    VIEW_MODE[r] = mode === 'collapsed' ? 'all' : 'collapsed';
+    redraw();
+  });
+  var pick = el('select', 'view-pick');
+  pick.setAttribute('aria-label', 'show one view of run ' + r + ' in full');
+  pick.appendChild(el('option', null, 'one view in full')).value = '';
+  views.forEach(function (v) { pick.appendChild(el('option', null, v)).value = 'view:' + v; });
+  pick.value = mode.indexOf('view:') === 0 ? mode : '';
+  pick.addEventListener('change', function () {
+    VIEW_MODE[r] = pick.value || 'collapsed';
+    redraw();
+  });
+  bar.appendChild(toggle);
+  bar.appendChild(pick);
+  th.appendChild(bar);
+  return th;
+}
+function columnHeader(c) {
+  var th = el('th'), a = el('a', 'episode-link', DATA.runs[c.r].title);
+  a.href = '#ep-' + c.r + '-' + c.j;
+  th.appendChild(a);
+  th.appendChild(el('div', 'note', (c.agent ? 'agent ' + c.agent + ', ' : '') + 'run ' + c.run));
+  th.appendChild(el('div', c.success ? 'valid' : 'invalid',
+    (c.success ? 'success' : c.status) + ', ' + c.steps.length + ' steps'));
+  return th;
+}
+function summaryHeader(c) {
+  var th = el('th', 'views'), ul = el('ul', 'views');
+  c.eps.forEach(function (e) {
+    var li = el('li'), a = el('a', 'episode-link vname', viewLabel(e, c.eps));
+    a.href = '#ep-' + e.r + '-' + e.j;
+    li.appendChild(a);
+    li.appendChild(el('span', e.success ? 'valid' : 'invalid', ' ' + outcomeText(e)));
+    ul.appendChild(li);
+  });
+  th.appendChild(ul);
+  return th;
+}
+function stepCell(c, k) {
+  if (k >= c.steps.length) return el('td', 'ended', '(episode ended)');
+  var s = c.steps[k], td = el('td');
+  td.appendChild(el('code', 'act', s.a));
+  td.appendChild(el('span', s.ok ? 'valid' : 'invalid',
+    ' ' + (s.ok ? 'valid' : 'invalid') + (s.fl ? ' (' + s.fl + ')' : '')));
+  td.appendChild(el('pre', 'obs', s.o));
+  td.appendChild(memoryCell(c, s, k));
+  return td;
+}
+function summaryCell(c, k) {
+  var td = el('td', 'views');
+  c.eps.forEach(function (e) {
+    var line = el('div', 'vstep'), s = e.steps[k];
+    line.appendChild(el('span', 'vname', viewLabel(e, c.eps)));
+    if (!s) { line.appendChild(el('span', 'none', ' (ended)')); td.appendChild(line); return; }
+    line.appendChild(el('code', 'act', s.a));
+    if (!s.ok) {
+      line.appendChild(el('span', 'invalid', ' invalid' + (s.fl ? ' (' + s.fl + ')' : '')));
+    }
+    td.appendChild(line);
+  });
+  return td;
+}
 function renderGrid(task, runs, grid) {
   var cols = episodesOf(task, runs), d = divergence(cols);
   grid.appendChild(el('h3', null, 'Task ' + task));
@@ -275,34 +376,44 @@ function renderGrid(task, runs, grid) {
     'Only one trajectory of this task in the chosen runs.' : d < 0 ?
     'The trajectories are identical: the same action at every step.' :
     'First divergence at step ' + d + ': the actions differ there (marked in red).'));
-  var wrap = el('div', 'compare-scroll'), table = el('table', 'compare-steps');
-  var head = el('tr'), body = el('tbody');
-  head.appendChild(el('th', null, 'step'));
-  cols.forEach(function (c) {
-    var th = el('th'), a = el('a', 'episode-link', DATA.runs[c.r].title);
-    a.href = '#ep-' + c.r + '-' + c.j;
-    th.appendChild(a);
-    th.appendChild(el('div', 'note', (c.agent ? 'agent ' + c.agent + ', ' : '') + 'run ' + c.run));
-    th.appendChild(el('div', c.success ? 'valid' : 'invalid',
-      (c.success ? 'success' : c.status) + ', ' + c.steps.length + ' steps'));
-    head.appendChild(th);
+  var grouped = runs.some(isTeam), groups = runs.map(function (r) {
+    var eps = cols.filter(function (c) { return c.r === r; });
+    return {r: r, shown: shownColumns(r, eps)};
   });
-  table.appendChild(el('thead')).appendChild(head);
+  var redraw = function () { grid.textContent = ''; renderGrid(task, runs, grid); };
+  var wrap = el('div', 'compare-scroll'), table = el('table', 'compare-steps');
+  var thead = el('thead'), head = el('tr'), body = el('tbody'), step = el('th', null, 'step');
+  if (grouped) {
+    var top = el('tr', 'run-groups');
+    table.appendChild(el('colgroup'));
+    step.rowSpan = 2;
+    top.appendChild(step);
+    groups.forEach(function (g) {
+      table.appendChild(el('colgroup', 'run-group')).span = g.shown.length;
+      top.appendChild(groupHeader(g, redraw));
+    });
+    thead.appendChild(top);
+  } else {
+    head.appendChild(step);
+  }
+  /* each shown column of each group, its header or step-k cell; a group's first is marked */
+  var eachColumn = function (row, make) {
+    groups.forEach(function (g) {
+      g.shown.forEach(function (c, i) {
+        var cell = make(c);
+        if (grouped && i === 0) cell.classList.add('group-start');
+        row.appendChild(cell);
+      });
+    });
+  };
+  eachColumn(head, function (c) { return c.eps ? summaryHeader(c) : columnHeader(c); });
+  table.appendChild(thead).appendChild(head);
   var n = Math.max.apply(null, cols.map(function (c) { return c.steps.length; }));
   for (var k = 0; k < n; k++) {
     var tr = el('tr', k === d ? 'cstep diverge' : 'cstep'), th = el('th', null, String(k));
     if (k === d) th.appendChild(el('span', 'badge', 'first divergence'));
     tr.appendChild(th);
-    cols.forEach(function (c) {
-      if (k >= c.steps.length) { tr.appendChild(el('td', 'ended', '(episode ended)')); return; }
-      var s = c.steps[k], td = el('td');
-      td.appendChild(el('code', 'act', s.a));
-      td.appendChild(el('span', s.ok ? 'valid' : 'invalid',
-        ' ' + (s.ok ? 'valid' : 'invalid') + (s.fl ? ' (' + s.fl + ')' : '')));
-      td.appendChild(el('pre', 'obs', s.o));
-      td.appendChild(memoryCell(c, s, k));
-      tr.appendChild(td);
-    });
+    eachColumn(tr, function (c) { return c.eps ? summaryCell(c, k) : stepCell(c, k); });
     body.appendChild(tr);
   }
   table.appendChild(body);

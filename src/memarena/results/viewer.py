@@ -20,7 +20,10 @@ Views:
   step's prompt did not already hold.
 - ``#compare?runs=<i>,<k>[&task=<id>]``: the evaluated tasks the chosen runs share (outcome per
   run, the first step where their actions differ), and one task's trajectories side by side,
-  step by step, with the memory each step showed; the first divergence is marked.
+  step by step, with the memory each step showed; the first divergence is marked. A team run
+  (two or more agent views, MemCo's per-domain agents) is one column group whose views start
+  collapsed into one column (each view's outcome and action per step), so two such runs fit a
+  1400 px window; a control expands them, or shows one view in full.
 
 The viewer reads only what a run wrote; it knows no method. Text from a run is escaped
 (:func:`html.escape`) or, in the comparison view, written with ``textContent``.
@@ -401,9 +404,16 @@ def _compare_episode(r: int, j: int, record: EpisodeRecord) -> dict[str, Any]:
         "run": record.run,
         "status": record.status,
         "success": bool(record.success),
+        "progress": record.progress,
         "goal": str((traj.get("task") or {}).get("goal", "")),
         "steps": steps,
     }
+
+
+def _views(episodes: list[tuple[str, EpisodeRecord]]) -> list[str]:
+    """The agent views a run evaluated with (MemCo's per-domain agents); [] for one view."""
+    views = sorted({str(r.agent) for ph, r in episodes if ph == "evaluation" and r.agent})
+    return views if len(views) > 1 else []
 
 
 def _json_script(data: Any) -> str:
@@ -436,7 +446,7 @@ def render_page(results_dir: str | Path) -> str:
         title = _run_title(row)
         views.append(_run_view(i, row, episodes, texts))
         views += [_episode_view(i, j, ph, r, title, texts) for j, (ph, r) in enumerate(episodes)]
-        data["runs"].append({"title": title})
+        data["runs"].append({"title": title, "views": _views(episodes)})
         data["texts"].append(texts)
         data["episodes"] += [
             _compare_episode(i, j, r) for j, (ph, r) in enumerate(episodes) if ph == "evaluation"
