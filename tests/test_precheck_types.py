@@ -200,9 +200,12 @@ def test_precheck_passes_good_values():
     assert check_overrides(["seed=3", "method=memco", "method.threshold=0.5", "method.facets=[x]"],
                            CONF) is None  # fmt: skip
     assert check_overrides(["seed=0,1", "method=none,memco", "method.k_local=2"], CONF) is None
-    # k_local=2,3 would write each memco cell (and each none cell: none drops the key) twice:
-    # refused as one cell run twice (tests/test_sweep_cells.py)
-    error = check_overrides(["seed=0,1", "method=none,memco", "method.k_local=2,3"], CONF)
+    # an ad-hoc sweep names each job's folder by its overrides (method.k_local-2, -3): it passes;
+    # under one experiment_name k_local=2,3 would write each memco cell (and each none cell:
+    # none drops the key) twice: refused as one cell run twice (tests/test_sweep_cells.py)
+    sweep = ["seed=0,1", "method=none,memco", "method.k_local=2,3"]
+    assert check_overrides(sweep, CONF) is None
+    error = check_overrides(["experiment_name=mine", *sweep], CONF)
     assert error is not None and "runs one cell twice" in error
 
 

@@ -48,8 +48,9 @@ def test_the_experiment_sweeps_every_method_on_every_benchmark():
                                                    "memskill_as_released", "gmemory_memco",
                                                    "amem_reme"}  # fmt: skip
     assert set(swept("method")) == methods
-    # AppWorld joins with env=...,appworld where its server venv and data exist
-    assert set(swept("env")) == set(group_options(CONF, "env")) - {"appworld"}
+    # AppWorld joins with env=...,appworld where its server venv and data exist; recall is the
+    # laptop sanity benchmark, no paper's (experiment=recall sweeps it)
+    assert set(swept("env")) == set(group_options(CONF, "env")) - {"appworld", "recall"}
     cfg = compose_cfg(["experiment=cross_paper"])
     assert cfg.protocol.runs == 1 and cfg.protocol.freeze_during_eval
     assert cfg.backbone.name and cfg.memory_backbone.same_as_agent
