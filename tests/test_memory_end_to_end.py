@@ -184,6 +184,7 @@ def test_the_headline_demo_promotes_records_and_shows_them_to_every_agent(tmp_pa
     # acquisition: local records in every agent, records promoted to the shared global memory
     agents = ["bathroom", "bedroom", "kitchen", "living_room"]
     assert sorted(state["agents"]) == agents and metrics["n_episodes"] == len(agents)
+    assert sorted(metrics["per_agent"]) == agents  # each agent view's own metrics
     assert all(len(a["records"]) > 0 for a in state["agents"].values())
     assert metrics["global_records"] == len(state["global"]["records"]) > 0
     # evaluation: per-step retrieval (one call per step) showed global records, in the prompt

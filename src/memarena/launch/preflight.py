@@ -293,24 +293,16 @@ def sweep_report(
     """:func:`check_sweep` of a sweep's jobs (their overrides, as
     :func:`memarena.config_check.sweep_cells` lists them; ``swept``: the keys that name a cell),
     each composed as in its process (one composition per job less its seed)."""
-    from hydra import compose, initialize_config_dir
+    from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
+
+    from memarena.config_check import compose_job
 
     if not jobs:
         return Report()
-    composed: dict[tuple[str, ...], DictConfig] = {}
 
     def composer(job: Sequence[str]) -> Callable[[], DictConfig]:
-        def run() -> DictConfig:
-            rest, seed = _seed_apart(job)
-            if rest not in composed:
-                composed[rest] = compose(
-                    config_name="config", overrides=list(rest), return_hydra_config=True
-                )
-            cfg = composed[rest]
-            return OmegaConf.merge(cfg, {"seed": int(seed)}) if seed is not None else cfg
-
-        return run
+        return lambda: compose_job(job, conf_dir)
 
     named, cells = [], {}
     for num, job in enumerate(jobs):
@@ -324,12 +316,6 @@ def sweep_report(
             return check_sweep(named, can_import, cells)
     finally:
         GlobalHydra.instance().clear()
-
-
-def _seed_apart(job: Sequence[str]) -> tuple[tuple[str, ...], str | None]:
-    seeds = [o.split("=", 1)[1] for o in job if o.lstrip("+").split("=", 1)[0] == "seed"]
-    rest = tuple(o for o in job if o.lstrip("+").split("=", 1)[0] != "seed")
-    return rest, (seeds[-1] if seeds else None)
 
 
 def _varying(jobs: Sequence[Sequence[str]]) -> set[str]:
@@ -348,12 +334,14 @@ def launcher_report(
 ) -> Report:  # fmt: skip
     """:func:`check_sweep` inside a launcher (the Slurm dry run): each job composed as the
     launcher composes it (Hydra's config loader; one composition per job less its seed)."""
+    from memarena.config_check import seed_apart
+
     composed: dict[tuple[str, ...], DictConfig] = {}
     swept = _varying(job_overrides)
 
     def composer(job: Sequence[str]) -> Callable[[], DictConfig]:
         def run() -> DictConfig:
-            rest, seed = _seed_apart(job)
+            rest, seed = seed_apart(job)
             if rest not in composed:
                 composed[rest] = hydra_context.config_loader.load_sweep_config(config, list(rest))
             cfg = composed[rest]
