@@ -304,12 +304,7 @@ def sweep_report(
     def composer(job: Sequence[str]) -> Callable[[], DictConfig]:
         return lambda: compose_job(job, conf_dir)
 
-    named, cells = [], {}
-    for num, job in enumerate(jobs):
-        cell = tuple(o for o in job if o.split("=", 1)[0].lstrip("+~") in swept)
-        name = " ".join([f"#{num}", *cell])
-        named.append((name, composer(job)))
-        cells[name] = cell
+    named, cells = _named_jobs(jobs, swept, 0, composer)
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(conf_dir), version_base=None):
@@ -349,10 +344,20 @@ def launcher_report(
 
         return run
 
+    named, cells = _named_jobs(job_overrides, swept, first, composer)
+    return check_sweep(named, can_import, cells)
+
+
+def _named_jobs(
+    jobs: Sequence[Sequence[str]], swept: set[str], first: int,
+    composer: Callable[[Sequence[str]], Callable[[], DictConfig]],
+) -> tuple[list[tuple[str, Callable[[], DictConfig]]], dict[str, tuple[str, ...]]]:  # fmt: skip
+    """Each job named by its number (from ``first``) and its swept overrides, with its composer;
+    and each name's cell (the swept overrides), for :func:`check_sweep`."""
     named, cells = [], {}
-    for offset, job in enumerate(job_overrides):
+    for offset, job in enumerate(jobs):
         cell = tuple(o for o in job if o.split("=", 1)[0].lstrip("+~") in swept)
         name = " ".join([f"#{first + offset}", *cell])
         named.append((name, composer(job)))
         cells[name] = cell
-    return check_sweep(named, can_import, cells)
+    return named, cells
