@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import difflib
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -258,33 +258,6 @@ def sweep_cells(
     return jobs, {k for k, v in swept.items() if v}
 
 
-def seed_apart(job: Sequence[str]) -> tuple[tuple[str, ...], str | None]:
-    """A sweep job's overrides less its seed, and the seed it gives (the last; None)."""
-    seeds = [o.split("=", 1)[1] for o in job if o.lstrip("+").split("=", 1)[0] == "seed"]
-    rest = tuple(o for o in job if o.lstrip("+").split("=", 1)[0] != "seed")
-    return rest, (seeds[-1] if seeds else None)
-
-
-_COMPOSED: dict[tuple[str, tuple[str, ...]], DictConfig] = {}
-
-
-def compose_job(job: Sequence[str], conf_dir: Path) -> DictConfig:
-    """A sweep job's config as its process composes it (the ``hydra`` node included), for the
-    checks made before a sweep starts: one composition per job less its seed, kept for the
-    process, since :func:`duplicate_cells` and the pre-flight
-    (:func:`memarena.launch.preflight.sweep_report`) compose the same jobs at ~0.3 s each (the
-    234-job cross-paper sweep has 78). Call inside ``initialize_config_dir(conf_dir)``; the
-    config returned is shared: merge it to change it."""
-    rest, seed = seed_apart(job)
-    key = (str(Path(conf_dir).resolve()), rest)
-    if key not in _COMPOSED:
-        _COMPOSED[key] = compose(
-            config_name="config", overrides=list(rest), return_hydra_config=True
-        )
-    cfg = _COMPOSED[key]
-    return OmegaConf.merge(cfg, {"seed": int(seed)}) if seed is not None else cfg
-
-
 def duplicate_cells(
     overrides: list[str], params: Mapping[str, Any] | None, conf_dir: Path = CONF_DIR
 ) -> str | None:
@@ -293,6 +266,7 @@ def duplicate_cells(
     (the basic launcher) or fail on its lock (joblib, Ray, Slurm). Each job's folder is the
     pipeline's :func:`~memarena.pipeline.build.run_dir` of its composed config (one
     composition per job less its seed; the seed is read from the job's overrides)."""
+    from memarena.launch.compose import compose_job
     from memarena.pipeline.adhoc import adhoc_name, is_adhoc
     from memarena.pipeline.build import run_dir
 

@@ -296,7 +296,7 @@ def sweep_report(
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    from memarena.config_check import compose_job
+    from memarena.launch.compose import compose_job
 
     if not jobs:
         return Report()
@@ -329,7 +329,7 @@ def launcher_report(
 ) -> Report:  # fmt: skip
     """:func:`check_sweep` inside a launcher (the Slurm dry run): each job composed as the
     launcher composes it (Hydra's config loader; one composition per job less its seed)."""
-    from memarena.config_check import seed_apart
+    from memarena.launch.compose import seed_apart
 
     composed: dict[tuple[str, ...], DictConfig] = {}
     swept = _varying(job_overrides)
