@@ -4,6 +4,7 @@ once per job less its seed and kept for the process."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -18,9 +19,6 @@ def seed_apart(job: Sequence[str]) -> tuple[tuple[str, ...], str | None]:
     return rest, (seeds[-1] if seeds else None)
 
 
-_COMPOSED: dict[tuple[str, tuple[str, ...]], DictConfig] = {}
-
-
 def compose_job(job: Sequence[str], conf_dir: Path) -> DictConfig:
     """A sweep job's config as its process composes it (the ``hydra`` node included), for the
     checks made before a sweep starts: one composition per job less its seed, kept for the
@@ -29,10 +27,12 @@ def compose_job(job: Sequence[str], conf_dir: Path) -> DictConfig:
     234-job cross-paper sweep has 78). Call inside ``initialize_config_dir(conf_dir)``; the
     config returned is shared: merge it to change it."""
     rest, seed = seed_apart(job)
-    key = (str(Path(conf_dir).resolve()), rest)
-    if key not in _COMPOSED:
-        _COMPOSED[key] = compose(
-            config_name="config", overrides=list(rest), return_hydra_config=True
-        )
-    cfg = _COMPOSED[key]
+    cfg = _composed(str(Path(conf_dir).resolve()), rest)
     return OmegaConf.merge(cfg, {"seed": int(seed)}) if seed is not None else cfg
+
+
+@functools.lru_cache(maxsize=256)  # above the largest paper sweep's 78; bounds a long process
+def _composed(conf_dir: str, overrides: tuple[str, ...]) -> DictConfig:
+    """The composition of ``overrides`` under ``conf_dir`` (the key: a config folder is read
+    once per process; edit a conf/ file and a new process sees it)."""
+    return compose(config_name="config", overrides=list(overrides), return_hydra_config=True)

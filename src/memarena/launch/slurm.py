@@ -112,7 +112,6 @@ def split_message(classes: dict[Any, list[PlannedJob]], task_overrides: list[str
     return (
         "memarena: launcher=slurm submits a sweep as one job array with one set of resources, "
         f"and this sweep's backbones need different ones ({kinds}). Nothing was submitted. Run "
-        f"one sweep per resource class{note}:\n"
-        + "\n".join(commands)
+        f"one sweep per resource class{note}:\n" + "\n".join(commands)
         + "\nor set hydra.launcher.gpus_per_node by hand for every job."
     )
